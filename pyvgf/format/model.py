@@ -1,0 +1,234 @@
+"""The VGF object model: what a container holds, with the format's own names.
+
+`pyvgf.format.read()` returns a `VGF`; `pyvgf.format.write()` turns one back into bytes.
+Fields that FlatBuffers may omit carry the schema's default here, so a model read from a
+file and one built by hand compare equal field for field.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+import numpy as np
+
+NO_INDEX = 0xFFFFFFFF
+"""The schema default of `DescriptorSetInfo.set_index` and `ModelResource.alias_group_id`."""
+
+
+class ModuleType(enum.IntEnum):
+    COMPUTE = 0
+    GRAPH = 1
+
+
+class CodeType(enum.IntEnum):
+    """The `ModuleCode` union tag."""
+
+    NONE = 0
+    SPIRV = 1
+    GLSL = 2
+    HLSL = 3
+
+
+class Category(enum.IntEnum):
+    INPUT = 0
+    OUTPUT = 1
+    INTERMEDIATE = 2
+    CONSTANT = 3
+
+
+class DescriptorType(enum.IntEnum):
+    """The VkDescriptorType values a model resource can have (NONE for constants)."""
+
+    SAMPLER = 0
+    COMBINED_IMAGE_SAMPLER = 1
+    SAMPLED_IMAGE = 2
+    STORAGE_IMAGE = 3
+    UNIFORM_TEXEL_BUFFER = 4
+    STORAGE_TEXEL_BUFFER = 5
+    UNIFORM_BUFFER = 6
+    STORAGE_BUFFER = 7
+    UNIFORM_BUFFER_DYNAMIC = 8
+    STORAGE_BUFFER_DYNAMIC = 9
+    INPUT_ATTACHMENT = 10
+    TENSOR_ARM = 1000460000
+    NONE = 0xFFFFFFFF
+
+
+class Format(enum.IntEnum):
+    """The VkFormat values of tensors (one component each) that VGF resources use."""
+
+    UNDEFINED = 0
+    R8_UNORM = 9
+    R8_SNORM = 10
+    R8_UINT = 13
+    R8_SINT = 14
+    R16_UINT = 74
+    R16_SINT = 75
+    R16_SFLOAT = 76
+    R32_UINT = 98
+    R32_SINT = 99
+    R32_SFLOAT = 100
+    R64_UINT = 110
+    R64_SINT = 111
+    R64_SFLOAT = 112
+    R8_BOOL_ARM = 1000460000
+    R16_SFLOAT_FPENCODING_BFLOAT16_ARM = 1000460001
+    R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM = 1000460002
+    R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM = 1000460003
+
+
+@dataclass
+class Header:
+    """The 128-byte header (section offsets and sizes are derived when writing)."""
+
+    version: tuple[int, int, int] = (0, 5, 0)
+    vk_header_version: int = 0
+    legacy_magic: bool = False
+    """True for files that start with the older u32 magic 0xF0E1D2C3 instead of b'VGF1'."""
+
+
+@dataclass
+class Module:
+    type: ModuleType
+    name: str
+    entry_point: str
+    code_type: CodeType
+    code: np.ndarray | str | None
+    """SPIR-V words (uint32 array) for SPIRV, source text for GLSL/HLSL, None for NONE."""
+
+
+@dataclass
+class BindingSlot:
+    binding: int = 0
+    mrt_index: int = 0
+
+
+@dataclass
+class DescriptorSetInfo:
+    bindings: list[BindingSlot] = field(default_factory=list)
+    set_index: int = NO_INDEX
+    """Explicit descriptor set index, or NO_INDEX: the set is its position in the list."""
+
+
+@dataclass
+class PushConstantRange:
+    stage_flags: int = 0
+    offset: int = 0
+    size: int = 0
+
+
+@dataclass
+class ConstantBinding:
+    """Format 0.5: a graph constant id (the SPIR-V OpGraphConstantARM literal) and the
+    index of the constant in the constant section that feeds it."""
+
+    graph_constant_id: int = 0
+    constant_table_index: int = 0
+
+
+@dataclass
+class Segment:
+    type: ModuleType = ModuleType.COMPUTE
+    name: str = ""
+    module_index: int = 0
+    set_infos: list[DescriptorSetInfo] = field(default_factory=list)
+    inputs: list[BindingSlot] = field(default_factory=list)
+    outputs: list[BindingSlot] = field(default_factory=list)
+    constants: list[int] = field(default_factory=list)
+    dispatch_shape: list[int] | None = None
+    push_constant_ranges: list[PushConstantRange] = field(default_factory=list)
+    constant_bindings: list[ConstantBinding] | None = None
+    """Present from format 0.5 on; None when the file has no such field."""
+
+    def graph_constants(self) -> list[ConstantBinding]:
+        """(graph constant id, constant index) pairs: explicit in 0.5, identity before."""
+        if self.constant_bindings is not None:
+            return list(self.constant_bindings)
+        return [ConstantBinding(i, i) for i in self.constants]
+
+
+@dataclass
+class ModelSequence:
+    segments: list[Segment] = field(default_factory=list)
+    inputs: list[BindingSlot] = field(default_factory=list)
+    outputs: list[BindingSlot] = field(default_factory=list)
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SamplerConfig:
+    min_filter: int = 0
+    mag_filter: int = 0
+    address_mode_u: int = 0
+    address_mode_v: int = 0
+    border_color: int = 0
+
+
+@dataclass
+class Resource:
+    """One entry of the model resource table."""
+
+    descriptor_type: int = DescriptorType.NONE
+    format: int = Format.UNDEFINED
+    category: Category = Category.INPUT
+    shape: list[int] = field(default_factory=list)
+    """Dimensions; -1 marks an unknown (dynamic) dimension."""
+    strides: list[int] = field(default_factory=list)
+    """Strides in bytes, or empty for a packed tensor."""
+    sampler: SamplerConfig | None = None
+    alias_group_id: int = NO_INDEX
+
+
+@dataclass
+class Constant:
+    mrt_index: int
+    data: np.ndarray
+    """The raw bytes (uint8, read-only, a view into the file when read from one)."""
+    sparsity_dimension: int = -1
+    """-1: dense; >= 0: the dimension of 2:4 semi-structured sparsity (data stored dense)."""
+
+
+@dataclass
+class VGF:
+    header: Header = field(default_factory=Header)
+    modules: list[Module] = field(default_factory=list)
+    sequence: ModelSequence = field(default_factory=ModelSequence)
+    resources: list[Resource] = field(default_factory=list)
+    constants: list[Constant] = field(default_factory=list)
+    legacy_constants: bool = False
+    """True when the constant section uses the legacy FlatBuffers layout (format < 0.4)."""
+
+
+def numpy_dtype(vk_format: int) -> np.dtype:
+    """The numpy dtype that holds one element of a tensor of this VkFormat."""
+    try:
+        return _DTYPES[Format(vk_format)]
+    except (ValueError, KeyError):
+        raise ValueError(f"VkFormat {vk_format} has no numpy dtype in pyvgf") from None
+
+
+def _dtypes() -> dict[Format, np.dtype]:
+    import ml_dtypes
+
+    return {
+        Format.R8_UINT: np.dtype(np.uint8),
+        Format.R8_SINT: np.dtype(np.int8),
+        Format.R16_UINT: np.dtype(np.uint16),
+        Format.R16_SINT: np.dtype(np.int16),
+        Format.R16_SFLOAT: np.dtype(np.float16),
+        Format.R32_UINT: np.dtype(np.uint32),
+        Format.R32_SINT: np.dtype(np.int32),
+        Format.R32_SFLOAT: np.dtype(np.float32),
+        Format.R64_UINT: np.dtype(np.uint64),
+        Format.R64_SINT: np.dtype(np.int64),
+        Format.R64_SFLOAT: np.dtype(np.float64),
+        Format.R8_BOOL_ARM: np.dtype(np.bool_),
+        Format.R16_SFLOAT_FPENCODING_BFLOAT16_ARM: np.dtype(ml_dtypes.bfloat16),
+        Format.R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM: np.dtype(ml_dtypes.float8_e4m3fn),
+        Format.R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM: np.dtype(ml_dtypes.float8_e5m2),
+    }
+
+
+_DTYPES = _dtypes()

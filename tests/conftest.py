@@ -1,0 +1,32 @@
+"""Shared test fixtures: real VGF files made by Arm's model-converter, and the real models."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+
+import fixtures  # noqa: E402  (tools/fixtures.py)
+
+REAL = ROOT.parent / "shared" / "fixtures" / "real"
+REAL_MODELS = {"mobilenet_v2": REAL / "mobilenet_v2_int8.vgf", "vww4": REAL / "vww4_int8.vgf"}
+MODELS = fixtures.MODELS
+
+
+@pytest.fixture(scope="session")
+def vgf_model():
+    """vgf_model("name") -> Path of the VGF made from tests/models/name.mlir (cached)."""
+    return fixtures.model
+
+
+@pytest.fixture(scope="session", params=sorted(REAL_MODELS))
+def real_model(request) -> Path:
+    """Each real int8 model of ../shared/fixtures/real/ (never modified)."""
+    path = REAL_MODELS[request.param]
+    if not path.exists():
+        pytest.fail(f"{path} is missing: the real fixtures live in ../shared/fixtures/real/")
+    return path
