@@ -1,0 +1,44 @@
+"""Reference results from Arm's tools: tosa_reference_model on the graph's TOSA MLIR."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .case import GraphCase
+
+
+class ReferenceUnavailable(RuntimeError):
+    """tosa_reference_model or model-converter is not installed."""
+
+
+def tosa_flatbuffer(mlir: str) -> bytes:
+    """The TOSA FlatBuffer of MLIR text, made by `model-converter --tosa-flatbuffer`."""
+    converter = shutil.which("model-converter")
+    if converter is None:
+        raise ReferenceUnavailable("model-converter is not on PATH (pip install ai-ml-sdk-model-converter)")
+    with tempfile.TemporaryDirectory(prefix="pyvgf-ref-") as tmp:
+        src, out = Path(tmp) / "m.mlir", Path(tmp) / "m.tosa"
+        src.write_text(mlir)
+        proc = subprocess.run([converter, "--tosa-flatbuffer", "-i", str(src), "-o", str(out)],
+                              capture_output=True, text=True)
+        if proc.returncode != 0 or not out.exists():
+            raise RuntimeError(f"model-converter rejected the MLIR:\n{proc.stdout}{proc.stderr}\n{mlir}")
+        return out.read_bytes()
+
+
+def reference_run(case: GraphCase | str, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    """Outputs of tosa_reference_model for a drawn graph (or TOSA MLIR text)."""
+    try:
+        import tosa_reference_model
+    except ImportError:
+        raise ReferenceUnavailable("tosa_reference_model is not installed (pip install tosa-tools)") from None
+    mlir = case if isinstance(case, str) else case.to_mlir()
+    outputs, status = tosa_reference_model.run(tosa_flatbuffer(mlir), [np.ascontiguousarray(a) for a in inputs])
+    if status != tosa_reference_model.GraphStatus.TOSA_VALID:
+        raise RuntimeError(f"tosa_reference_model: {status.name} for\n{mlir}")
+    return [np.asarray(o) for o in outputs]
