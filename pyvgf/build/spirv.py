@@ -186,16 +186,18 @@ class _Writer:
             return rid
         return self._inline(spec, data)
 
-    def _inline(self, spec: TensorSpec, data: np.ndarray) -> int:
-        key = ("tensor-const", spec, data.tobytes())
+    def _inline(self, spec: TensorSpec, data: np.ndarray, top: bool = True) -> int:
+        """An inline tensor constant. Only a whole constant may be OpConstantNull or a
+        replicated splat: the emulation layer takes only plain constituents in composites."""
+        key = ("tensor-const", spec, data.tobytes(), top)
         if key in self.cache:
             return self.cache[key]
         type_id = self.tensor_type(spec)
         flat = data.reshape(-1)
         rid = self.new_id()
-        if not flat.any():
+        if top and not flat.any():
             self.inst(self.globals, "OpConstantNull", type_id, rid)
-        elif self.replicate and flat.size > 1 and (flat == flat[0]).all() and flat[0] == flat[0]:
+        elif top and self.replicate and flat.size > 1 and (flat == flat[0]).all() and flat[0] == flat[0]:
             self.need("ReplicatedCompositesEXT", "SPV_EXT_replicated_composites")
             self.inst(self.globals, "OpConstantCompositeReplicateEXT", type_id, rid, self.scalar(spec.etype, flat[0]))
         elif len(spec.shape) == 1:
@@ -203,7 +205,7 @@ class _Writer:
             self.inst(self.globals, "OpConstantComposite", type_id, rid, *parts)
         else:
             inner = TensorSpec(spec.etype, spec.shape[1:])
-            parts = [self._inline(inner, row) for row in data]
+            parts = [self._inline(inner, row, top=False) for row in data]
             self.inst(self.globals, "OpConstantComposite", type_id, rid, *parts)
         self.cache[key] = rid
         return rid
