@@ -77,3 +77,15 @@ def dump_spirv(data: bytes | Path, module: int = 0) -> bytes:
         subprocess.run([tool("vgf_dump"), "-i", str(path), "--dump-spirv", str(module), "-o", str(spv)],
                        capture_output=True, check=True)
         return spv.read_bytes()
+
+
+def instructions(words) -> list[tuple[int, list[int]]]:
+    """(opcode, operand words) of each instruction of a SPIR-V module."""
+    words = [int(w) for w in words]
+    out, i = [], 5
+    while i < len(words):
+        count = words[i] >> 16
+        assert count > 0, f"zero word count at word {i}"
+        out.append((words[i] & 0xFFFF, words[i + 1 : i + count]))
+        i += count
+    return out

@@ -186,10 +186,11 @@ class _Writer:
             return rid
         return self._inline(spec, data)
 
-    def _inline(self, spec: TensorSpec, data: np.ndarray, top: bool = True) -> int:
+    def _inline(self, spec: TensorSpec, data: np.ndarray, top: bool = True, splat: bool = True) -> int:
         """An inline tensor constant. Only a whole constant may be OpConstantNull or a
-        replicated splat: the emulation layer takes only plain constituents in composites."""
-        key = ("tensor-const", spec, data.tobytes(), top)
+        replicated splat (the emulation layer takes only plain constituents in composites);
+        attribute and shape tensors are never replicated (as model-converter writes them)."""
+        key = ("tensor-const", spec, data.tobytes(), top, splat)
         if key in self.cache:
             return self.cache[key]
         type_id = self.tensor_type(spec)
@@ -197,7 +198,7 @@ class _Writer:
         rid = self.new_id()
         if top and not flat.any():
             self.inst(self.globals, "OpConstantNull", type_id, rid)
-        elif top and self.replicate and flat.size > 1 and (flat == flat[0]).all() and flat[0] == flat[0]:
+        elif top and splat and self.replicate and flat.size > 1 and (flat == flat[0]).all() and flat[0] == flat[0]:
             self.need("ReplicatedCompositesEXT", "SPV_EXT_replicated_composites")
             self.inst(self.globals, "OpConstantCompositeReplicateEXT", type_id, rid, self.scalar(spec.etype, flat[0]))
         elif len(spec.shape) == 1:
@@ -212,7 +213,7 @@ class _Writer:
 
     def int_tensor(self, values: tuple[int, ...]) -> int:
         data = np.array(values, dtype=np.int32)
-        return self._inline(TensorSpec(_I32, (len(values),)), data)
+        return self._inline(TensorSpec(_I32, (len(values),)), data, splat=False)
 
     def header(self) -> list[int]:
         return [MAGIC, VERSION_1_5, 0, self.bound, 0]
