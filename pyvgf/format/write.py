@@ -15,7 +15,7 @@ import numpy as np
 from ..errors import VGFFormatError
 from . import schema as s
 from .flatbuffers import Builder, i64, u8, u32
-from .model import VGF, BindingSlot, CodeType, Module, Segment
+from .model import VGF, BindingSlot, CodeType, ModelSequence, Module, ModuleType, Segment
 from .validate import validate
 
 
@@ -100,11 +100,6 @@ class _Slots:
 
 
 def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
-    for info in seg.set_infos:
-        for slot in info.bindings:
-            slots(slot)
-    for slot in seg.inputs + seg.outputs:
-        slots(slot)
     set_infos = [
         s.DescriptorSetInfo.build_into(b, bindings=slots.vector(info.bindings), set_index=info.set_index)
         for info in seg.set_infos
@@ -144,13 +139,34 @@ def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
     )
 
 
+def _slot_order(seq: ModelSequence) -> list[BindingSlot]:
+    """Every distinct binding slot in the order model-converter adds them: by resource index;
+    for one resource, slots used by graph segments or the model interface first, then those
+    used only by compute segments; ties by first use."""
+    first: dict[tuple[int, int], tuple[int, int, int]] = {}
+
+    def see(slot: BindingSlot, compute: bool) -> None:
+        key = (slot.binding, slot.mrt_index)
+        rank = (slot.mrt_index, int(compute), len(first))
+        if key not in first or rank[:2] < first[key][:2]:
+            first[key] = rank if key not in first else (rank[0], rank[1], first[key][2])
+
+    for seg in seq.segments:
+        compute = seg.type == ModuleType.COMPUTE
+        for slot in [x for info in seg.set_infos for x in info.bindings] + seg.inputs + seg.outputs:
+            see(slot, compute)
+    for slot in seq.inputs + seq.outputs:
+        see(slot, False)
+    return [BindingSlot(*key) for key, _ in sorted(first.items(), key=lambda kv: kv[1])]
+
+
 def _sequence_table(vgf: VGF) -> bytes:
     b = Builder()
     seq = vgf.sequence
     slots = _Slots(b)
-    segments = [_segment(b, slots, seg) for seg in seq.segments]
-    for slot in seq.inputs + seq.outputs:
+    for slot in _slot_order(seq):
         slots(slot)
+    segments = [_segment(b, slots, seg) for seg in seq.segments]
     input_names = [b.create_string(n) for n in seq.input_names]
     output_names = [b.create_string(n) for n in seq.output_names]
     inputs = slots.vector(seq.inputs)
