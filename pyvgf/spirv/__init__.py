@@ -1,0 +1,1 @@
+"""SPIR-V graph modules: binary decoding, the graph IR and a disassembler."""
