@@ -97,6 +97,13 @@ class Node:
     name: str | None
     word: int
 
+    def __repr__(self) -> str:
+        def ref(o: Operand | tuple[Operand, ...]) -> str:
+            return "(" + ", ".join(ref(x) for x in o) + ")" if isinstance(o, tuple) else f"%{o.id}"
+
+        args = ", ".join(f"{k}={ref(v)}" for k, v in self.operands.items())
+        return f"Node({self.op} %{self.id} -> {self.result_type}: {args})"
+
     @property
     def label(self) -> str:
         """How errors name the node: `ADD %18 "name" (word 174)`."""
