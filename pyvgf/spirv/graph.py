@@ -616,6 +616,9 @@ class _Body:
         if not 0 <= element < len(types):  # type: ignore[arg-type, operator]
             raise SpirvError(f"OpCompositeExtract: index {element} outside {node.op}'s {len(types)} results", word=inst.offset)  # type: ignore[arg-type]
         t = types[element]  # type: ignore[index]
+        declared = self.m.type(inst.result_type, inst, "Result Type")  # type: ignore[arg-type]
+        if not _same(declared, t):
+            raise SpirvError(f"OpCompositeExtract: result type {_describe(declared)} is not {node.op}'s result {element}: {t}", word=inst.offset)
         self.values[inst.result] = Result(inst.result, node.id, t, element)  # type: ignore[index, arg-type]
 
     def set_output(self, inst: Instruction) -> None:
