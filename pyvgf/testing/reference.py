@@ -7,9 +7,13 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 from .case import GraphCase
+
+_RAW = {np.dtype(ml_dtypes.bfloat16): np.dtype(np.uint16), np.dtype(ml_dtypes.float8_e4m3fn): np.dtype(np.uint8),
+        np.dtype(ml_dtypes.float8_e5m2): np.dtype(np.uint8)}
 
 
 class ReferenceUnavailable(RuntimeError):
@@ -32,13 +36,22 @@ def tosa_flatbuffer(mlir: str) -> bytes:
 
 
 def reference_run(case: GraphCase | str, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Outputs of tosa_reference_model for a drawn graph (or TOSA MLIR text)."""
+    """Outputs of tosa_reference_model for a drawn graph (or TOSA MLIR text).
+
+    bf16 and fp8 tensors cross the reference model as raw bytes; for a GraphCase the outputs
+    come back with the graph's declared dtypes.
+    """
     try:
         import tosa_reference_model
     except ImportError:
         raise ReferenceUnavailable("tosa_reference_model is not installed (pip install tosa-tools)") from None
     mlir = case if isinstance(case, str) else case.to_mlir()
-    outputs, status = tosa_reference_model.run(tosa_flatbuffer(mlir), [np.ascontiguousarray(a) for a in inputs])
+    raw = [np.ascontiguousarray(a).view(_RAW.get(np.asarray(a).dtype, np.asarray(a).dtype)) for a in inputs]
+    outputs, status = tosa_reference_model.run(tosa_flatbuffer(mlir), raw)
     if status != tosa_reference_model.GraphStatus.TOSA_VALID:
         raise RuntimeError(f"tosa_reference_model: {status.name} for\n{mlir}")
-    return [np.asarray(o) for o in outputs]
+    outputs = [np.asarray(o) for o in outputs]
+    if isinstance(case, GraphCase):
+        dtypes = [v.dtype for v in case.graph.outputs]
+        outputs = [o.view(d) if o.dtype != d and o.itemsize == d.itemsize else o for o, d in zip(outputs, dtypes)]
+    return outputs
