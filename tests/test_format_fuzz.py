@@ -61,7 +61,7 @@ def test_fuzz_made_files_quick(vgf_model):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("seed", range(4))
 def test_fuzz_long(real_model, vgf_model, seed):
     fuzz(real_model.read_bytes(), seed=seed, cases=1500)
     fuzz(vgf_model("format_segments").read_bytes(), seed=seed, cases=5000)

@@ -36,14 +36,15 @@ class FlatBufferError(construct.ConstructError):
 
 @dataclass(frozen=True)
 class Span:
-    """A run of bytes in the file: `size` bytes at absolute `offset` (not copied)."""
+    """A run of bytes in the file: `size` bytes at absolute `offset` (not read)."""
 
     offset: int
     size: int
 
 
 class Budget:
-    """Caps how many objects one parse may visit, so shared sub-tables cannot blow up work."""
+    """Caps the bytes one parse may visit (and copy), counting a shared object at every visit,
+    so many references to one large sub-object cannot multiply work or memory."""
 
     def __init__(self, limit: int):
         self.left = limit
@@ -51,7 +52,7 @@ class Budget:
     def spend(self, n: int, offset: int) -> None:
         self.left -= n
         if self.left < 0:
-            raise FlatBufferError("too many FlatBuffers objects (shared or cyclic references)", offset)
+            raise FlatBufferError("FlatBuffers objects are referenced too often (shared-reference blow-up)", offset)
 
 
 def _params(context) -> tuple[tuple[int, int], Budget]:
@@ -123,7 +124,8 @@ class Ref(_Located):
 
 
 class Vector(_Located):
-    """`[element]`: u32 length, then elements; scalars come back as a numpy array or a Span."""
+    """`[element]`: u32 length, then elements. Scalars come back as a numpy array, or with
+    `raw=True` as a `Span` of the file (not read, so large payloads are never copied)."""
 
     def __init__(self, element: Scalar | _Located, *, raw: bool = False):
         super().__init__()
@@ -139,13 +141,13 @@ class Vector(_Located):
             if count > (hi - start) // size:
                 raise FlatBufferError(f"vector of {count} elements runs past the section end {hi}", offset)
             if self.raw:
-                return Span(start, count)
-            budget.spend(1, offset)
-            data = _read(stream, start, count * size, context)
-            return np.frombuffer(data, dtype=self.element.dtype).copy()
+                budget.spend(UOFFSET, offset)
+                return Span(start, count * size)
+            budget.spend(UOFFSET + count * size, offset)
+            return np.frombuffer(_read(stream, start, count * size, context), dtype=self.element.dtype)
         if count > (hi - start) // UOFFSET:
             raise FlatBufferError(f"vector of {count} offsets runs past the section end {hi}", offset)
-        budget.spend(count, offset)
+        budget.spend(UOFFSET * (count + 1), offset)
         refs = np.frombuffer(_read(stream, start, count * UOFFSET, context), dtype="<u4")
         return [
             self.element.parse_at(stream, start + UOFFSET * i + int(ref), context)
@@ -161,7 +163,7 @@ class String(_Located):
         count = _u32(stream, offset, context)
         if count > hi - offset - UOFFSET - 1:
             raise FlatBufferError(f"string of {count} bytes runs past the section end {hi}", offset)
-        budget.spend(1, offset)
+        budget.spend(UOFFSET + count + 1, offset)
         data = _read(stream, offset + UOFFSET, count + 1, context)
         if data[-1] != 0:
             raise FlatBufferError("string is not zero-terminated", offset)
@@ -220,7 +222,6 @@ class Table(_Located):
 
     def parse_at(self, stream, offset, context):
         (lo, hi), budget = _params(context)
-        budget.spend(1, offset)
         if offset % 4:
             raise FlatBufferError(f"{self.name} table is not 4-byte aligned", offset)
         soffset = struct.unpack("<i", _read(stream, offset, 4, context))[0]
@@ -230,6 +231,7 @@ class Table(_Located):
             raise FlatBufferError(f"{self.name} vtable size {vt_size} is invalid", vtable)
         vt = _read(stream, vtable, vt_size, context)
         _read(stream, offset, table_size, context)
+        budget.spend(table_size + vt_size, offset)
         out: dict[str, Any] = {}
         for f in self.fields:
             pos = 4 + 2 * f.slot
