@@ -141,23 +141,27 @@ def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
 
 def _slot_order(seq: ModelSequence) -> list[BindingSlot]:
     """Every distinct binding slot in the order model-converter adds them: by resource index;
-    for one resource, slots used by graph segments or the model interface first, then those
-    used only by compute segments; ties by first use."""
-    first: dict[tuple[int, int], tuple[int, int, int]] = {}
+    for one resource, first the slots of segment or model inputs/outputs (its global
+    binding), then those only in descriptor sets (a compute shader's own bindings), each group
+    in order of first use."""
+    rank: dict[tuple[int, int], list[int]] = {}
 
-    def see(slot: BindingSlot, compute: bool) -> None:
+    def see(slot: BindingSlot, in_set_only: bool) -> None:
         key = (slot.binding, slot.mrt_index)
-        rank = (slot.mrt_index, int(compute), len(first))
-        if key not in first or rank[:2] < first[key][:2]:
-            first[key] = rank if key not in first else (rank[0], rank[1], first[key][2])
+        if key not in rank:
+            rank[key] = [slot.mrt_index, int(in_set_only), len(rank)]
+        elif not in_set_only:
+            rank[key][1] = 0
 
     for seg in seq.segments:
-        compute = seg.type == ModuleType.COMPUTE
-        for slot in [x for info in seg.set_infos for x in info.bindings] + seg.inputs + seg.outputs:
-            see(slot, compute)
+        for slot in seg.inputs + seg.outputs:
+            see(slot, False)
+        for info in seg.set_infos:
+            for slot in info.bindings:
+                see(slot, True)
     for slot in seq.inputs + seq.outputs:
         see(slot, False)
-    return [BindingSlot(*key) for key, _ in sorted(first.items(), key=lambda kv: kv[1])]
+    return [BindingSlot(*key) for key in sorted(rank, key=rank.__getitem__)]
 
 
 def _sequence_table(vgf: VGF) -> bytes:
