@@ -222,8 +222,8 @@ class Table(_Located):
 
     def parse_at(self, stream, offset, context):
         (lo, hi), budget = _params(context)
-        if offset % 4:
-            raise FlatBufferError(f"{self.name} table is not 4-byte aligned", offset)
+        if (offset - lo) % 4:
+            raise FlatBufferError(f"{self.name} table is not 4-byte aligned in its section", offset)
         soffset = struct.unpack("<i", _read(stream, offset, 4, context))[0]
         vtable = offset - soffset
         vt_size, table_size = struct.unpack("<HH", _read(stream, vtable, 4, context))
@@ -409,5 +409,5 @@ class Builder:
         self._vtables = []
         self.pre_align(UOFFSET, self._minalign)
         self._push_scalar(u32, self.refer_to(root))
-        return bytes(self._buf[self._head :])
+        return bytes(memoryview(self._buf)[self._head :])
 
