@@ -78,13 +78,13 @@ def read(source: str | os.PathLike | bytes | bytearray | memoryview) -> VGF:
     header, sections = _read_header(view, size)
     parsed = {}
     for name, (offset, length) in zip(schema.SECTIONS[:3], sections[:3]):
-        parsed[name] = _read_flatbuffer(stream, name, offset, length)
+        parsed[name] = _read_flatbuffer(stream, view, name, offset, length)
     c_off, c_size = sections[3]
     if c_size < 8:
         raise VGFFormatError(f"constant section of {c_size} bytes is too small", section="constants", offset=c_off)
     legacy = view[c_off : c_off + 8].tobytes() != schema.CONST00
     if legacy:
-        table = _read_flatbuffer(stream, "constants", c_off, c_size)
+        table = _read_flatbuffer(stream, view, "constants", c_off, c_size)
         constants = _legacy_constants(table, data)
     else:
         constants = _constants_v00(stream, data, c_off, c_size)
@@ -130,7 +130,7 @@ def _read_header(view: memoryview, size: int) -> tuple[Header, list[tuple[int, i
     return header, sections
 
 
-def _read_flatbuffer(stream: _ViewStream, name: str, offset: int, size: int) -> dict[str, Any]:
+def _read_flatbuffer(stream: _ViewStream, view: memoryview, name: str, offset: int, size: int) -> dict[str, Any]:
     if size < 4:
         raise VGFFormatError(f"FlatBuffers section of {size} bytes is too small", section=name, offset=offset)
     if size > 0xFFFFFFFF:
@@ -138,7 +138,7 @@ def _read_flatbuffer(stream: _ViewStream, name: str, offset: int, size: int) -> 
     stream.seek(offset)
     try:
         return schema.ROOTS[name].parse_stream(
-            stream, bounds=(offset, offset + size), budget=Budget(4 * size + 4096)
+            stream, data=view, bounds=(offset, offset + size), budget=Budget(4 * size + 4096)
         )
     except FlatBufferError as exc:
         raise VGFFormatError(str(exc), section=name, offset=exc.offset) from None
