@@ -52,12 +52,12 @@ def fuzz(data: bytes, seed: int, cases: int) -> int:
 
 def test_fuzz_real_files_quick(real_model):
     data = real_model.read_bytes()
-    assert fuzz(data, seed=1234, cases=60) > 0
+    assert fuzz(data, seed=1234, cases=100) > 0
 
 
 def test_fuzz_made_files_quick(vgf_model):
     for name in ("format_segments", "format_const_dtypes"):
-        assert fuzz(vgf_model(name).read_bytes(), seed=99, cases=300) > 0
+        assert fuzz(vgf_model(name).read_bytes(), seed=99, cases=600) > 0
 
 
 @pytest.mark.slow
