@@ -127,7 +127,7 @@ def vgfs(draw) -> VGF:
         output_names=[draw(names) for _ in outputs],
     )
     header = Header(version=version, vk_header_version=draw(st.integers(0, 65535)), legacy_magic=draw(st.booleans()))
-    return VGF(header, mods, sequence, res, constants, legacy_constants=version < (0, 4, 0))
+    return VGF(header, mods, sequence, res, constants, legacy_constants=draw(st.booleans()))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
