@@ -64,7 +64,7 @@ def resources(draw) -> Resource:
         category=category,
         shape=shape,
         strides=draw(st.sampled_from([[], [draw(st.integers(0, 99)) for _ in shape]])),
-        sampler=None if constant or draw(st.booleans()) else SamplerConfig(*draw(st.lists(st.integers(0, 4), min_size=5, max_size=5))),
+        sampler=None if constant or draw(st.booleans()) else SamplerConfig(*draw(st.tuples(*[st.integers(0, 4)] * 5))),
         alias_group_id=NO_INDEX if constant or draw(st.booleans()) else draw(st.integers(0, 9)),
     )
 
@@ -139,7 +139,9 @@ def test_write_read_is_lossless(vgf):
     assert write(back) == data
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+)
 @given(vgfs())
 def test_vgf_dump_reads_what_we_write(tmp_path, vgf):
     path = tmp_path / "gen.vgf"

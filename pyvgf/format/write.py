@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import VGFFormatError
 from . import schema as s
 from .flatbuffers import Builder, i64, u8, u32
-from .model import VGF, BindingSlot, CodeType, ModelSequence, Module, ModuleType, Segment
+from .model import VGF, BindingSlot, CodeType, ModelSequence, Module, Segment
 from .validate import validate
 
 Chunks = list[bytes | memoryview]
