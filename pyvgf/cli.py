@@ -35,7 +35,7 @@ def _inspect(args: argparse.Namespace) -> int:
                 out.write_bytes(vgf.constants[index].data.tobytes())
         return 0
     if args.json:
-        print(json.dumps(to_json(vgf), indent=4, sort_keys=True))
+        print(json.dumps(to_json(vgf), indent=4, sort_keys=True, ensure_ascii=False))
     else:
         print(summary(vgf))
     return 0
