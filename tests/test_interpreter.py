@@ -77,6 +77,11 @@ def _identity(*, input1):
     return input1
 
 
+@fake_op("CAST")
+def _cast(*, input, result_dtype):
+    return input.astype(result_dtype)
+
+
 @fake_op("WRONG_SHAPE")
 def _wrong_shape(*, input1):
     return input1[..., :1].copy()
@@ -165,6 +170,16 @@ def test_ops_with_two_results():
     lo, doubled = plan.run([x])
     np.testing.assert_array_equal(lo, x[:, :2])
     np.testing.assert_array_equal(doubled, 2 * x[:, 2:])
+
+
+def test_ops_declaring_result_dtype_get_the_declared_element_type():
+    n = node(1, "CAST", t(2, 3, dtype=np.int16), input=x_in)
+    folded = node(2, "CAST", t(2, dtype=np.int8), input=Const(9, np.array([1.0, 2.0], np.float32)))
+    plan = GraphPlan(make_graph([X], [n, folded], [res(n), res(folded)]), {}, TEST_OPS)
+    assert plan.folded == (folded,)
+    out, small = plan.run([np.full((2, 3), 3.0, np.float32)])
+    assert out.dtype == np.int16 and (out == 3).all()
+    assert small.dtype == np.int8 and small.tolist() == [1, 2]
 
 
 # -- errors ------------------------------------------------------------------------------------------

@@ -4,10 +4,15 @@
 registered plan-time check, folds every node whose operands are all known (SPIR-V constants,
 graph constants, folded results), and keeps a flat list of the steps left. `run(inputs)` walks
 that list with a per-call value table, so one plan serves many threads at once.
+
+Ops are called as pyvgf/tosa/registry.py says; an op whose function also declares a
+`result_dtype` keyword (CAST) gets the declared element type of its result there.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -88,6 +93,8 @@ class GraphPlan:
             types = node.result_type if isinstance(node.result_type, tuple) else (node.result_type,)
             if opdef.check is not None:
                 _guard(node, lambda: opdef.check(node.result_type, **check_args))  # type: ignore[misc]
+            if _wants_result_dtype(opdef.fn):
+                args["result_dtype"] = ("k", types[0].dtype)
             elements = range(len(types)) if isinstance(node.result_type, tuple) else (None,)
             if all(_is_known(a) for a in args.values()):
                 values = {n: _known_value(a) for n, a in args.items()}
@@ -140,6 +147,15 @@ class GraphPlan:
             fresh = kind == "s" and ref >= self._inputs  # type: ignore[operator]
             handed.append(_owned(value, fresh, inputs, handed))  # type: ignore[arg-type]
         return handed
+
+
+@functools.cache
+def _wants_result_dtype(fn: Callable[..., object]) -> bool:
+    """Whether an op takes the declared result element type (CAST cannot know it otherwise)."""
+    try:
+        return "result_dtype" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _bind_constant(cid: int, t: TensorType, constants: Mapping[int, np.ndarray]) -> np.ndarray:
