@@ -258,6 +258,9 @@ class _Module:
 
     def op_type_array(self, inst: Instruction) -> None:
         element = self.type(inst.operands[0].value, inst, "Element Type")  # type: ignore[arg-type]
+        if isinstance(self.constants.get(inst.operands[1].value), _Opaque):  # type: ignore[arg-type]
+            self.types[inst.result] = _Opaque("array of specialization-constant length")  # type: ignore[index]
+            return
         length = self.index(inst.operands[1].value, inst, "Length")  # type: ignore[arg-type]
         if length < 1:
             raise SpirvError(f"OpTypeArray: length {length} is not positive", word=inst.offset)
@@ -502,8 +505,10 @@ def _build(m: _Module, entry_point: str | None) -> Graph:
 def _entry_point(m: _Module, name: str | None) -> Instruction:
     names = [e.operands[1].value for e in m.entry_points]
     if name is None:
-        if len(m.entry_points) != 1:
-            raise SpirvError(f"the module has {len(names)} graph entry points {names}: name one")
+        if not m.entry_points:
+            raise SpirvError("the module has no graph entry point (OpGraphEntryPointARM)")
+        if len(m.entry_points) > 1:
+            raise SpirvError(f"the module has graph entry points {names}: name one")
         return m.entry_points[0]
     for entry in m.entry_points:
         if entry.operands[1].value == name:
