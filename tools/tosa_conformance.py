@@ -37,6 +37,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import ml_dtypes
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -270,7 +271,9 @@ def run_vgf(vgf_path: str | Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
 
     pyvgf.format.read -> the segment's GRAPH module -> decode_graph -> GraphPlan bound to the
     segment's graph constants -> run. `inputs` follow the model sequence's input order; the
-    outputs follow its output order.
+    outputs follow its output order. An input may differ from the declared shape only where
+    the element count agrees (model-converter turns rank-0 tensors into shape [1]), and from the
+    declared integer type only in signedness (the bits are kept).
     """
     import pyvgf.tosa  # noqa: F401  (registers the operators)
     from pyvgf.format import ModuleType, read
@@ -294,10 +297,40 @@ def run_vgf(vgf_path: str | Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
         )
     plan = GraphPlan(graph, constants)
     by_slot = {slot.mrt_index: k for k, slot in enumerate(vgf.sequence.inputs)}
-    graph_inputs = [inputs[by_slot[slot.mrt_index]] for slot in segment.inputs]
+    graph_inputs = []
+    for slot, declared in zip(segment.inputs, graph.inputs):
+        value = np.asarray(inputs[by_slot[slot.mrt_index]])
+        ttype = declared.type
+        if value.dtype.kind in "iu" and ttype.dtype.kind in "iu":
+            if value.dtype.itemsize == ttype.dtype.itemsize:
+                value = value.view(ttype.dtype)  # same bits: unsigned RESCALE data
+        if value.dtype != ttype.dtype or value.size != int(np.prod(ttype.shape)):
+            raise ValueError(f"input {slot.mrt_index}: {value.dtype}{value.shape} given for {ttype}")
+        graph_inputs.append(value.reshape(ttype.shape))  # the VGF stores rank 0 as shape [1]
     results = plan.run(graph_inputs)
     out_slot = {slot.mrt_index: i for i, slot in enumerate(segment.outputs)}
     return [results[out_slot[slot.mrt_index]] for slot in vgf.sequence.outputs]
+
+
+_RAW_TYPES = {
+    "BF16": ml_dtypes.bfloat16,
+    "FP8E4M3": ml_dtypes.float8_e4m3fn,
+    "FP8E5M2": ml_dtypes.float8_e5m2,
+}
+
+
+def case_inputs(case: Case) -> list[np.ndarray]:
+    """The case's inputs as pyvgf takes them: the generator stores bf16 and fp8 as raw bytes
+    (numpy void or uint8) and unsigned RESCALE inputs as uint8/uint16."""
+    found = []
+    tensors = case.desc["meta"]["data_gen"]["tensors"]
+    for name, file in zip(case.desc["ifm_name"], case.desc["ifm_file"]):
+        array = np.load(case.path / file)
+        raw = _RAW_TYPES.get(tensors[name]["data_type"])
+        if raw is not None:
+            array = array.view(raw)
+        found.append(array)
+    return found
 
 
 # -- 5. verification --------------------------------------------------------------------------
@@ -314,7 +347,7 @@ def _verify_array(actual: np.ndarray, data_type: str) -> np.ndarray:
     """pyvgf's result in the numpy type checker.verifier maps to `data_type`'s client type."""
     a = np.ascontiguousarray(actual)
     if data_type == "BF16":
-        return a.astype(np.float32)  # bf16 goes to the verifier widened to fp32
+        return a.view(np.dtype("V2"))
     if data_type == "FP8E4M3":
         return a.view(np.dtype("V1"))
     if data_type == "FP8E5M2":
@@ -335,12 +368,20 @@ def verify(case: Case, actual: list[np.ndarray]) -> str | None:
         case.desc["ofm_name"], case.desc["test_details"]["output_shapes"], refs, bounds, actual
     ):
         data_type = compliance["tensors"][name]["data_type"]
+        if shape == [] and got.shape == (1,):
+            got = got.reshape(())  # model-converter declares rank-0 results as shape [1]
         if tuple(got.shape) != tuple(shape):
             problems.append(f"{name}: shape {list(got.shape)}, expected {shape}")
             continue
-        ok = _verifier().verify_data(
-            name, compliance, _verify_array(got, data_type), ref, bnd
-        )
+        config = compliance
+        if shape == []:
+            # The verify library cannot compare rank-0 tensors (it reports a rank mismatch
+            # even for the reference against itself): compare them as shape [1].
+            config = json.loads(json.dumps(compliance))
+            config["tensors"][name]["shape"] = [1]
+            got, ref = got.reshape(1), ref.reshape(1)
+            bnd = None if bnd is None else bnd.reshape(1)
+        ok = _verifier().verify_data(name, config, _verify_array(got, data_type), ref, bnd)
         if not ok:
             problems.append(f"{name}: not compliant ({_first_difference(got, ref)})")
     if len(actual) != len(refs):
@@ -382,9 +423,8 @@ def run_case(case: Case) -> Outcome:
         vgf = convert(case)
     except ConverterRejected as exc:
         return Outcome(case, REJECTED, str(exc))
-    inputs = [np.load(case.path / f) for f in case.desc["ifm_file"]]
     try:
-        got = run_vgf(vgf, inputs)
+        got = run_vgf(vgf, case_inputs(case))
     except Exception as exc:  # noqa: BLE001 - every pyvgf failure is a finding to report
         return Outcome(case, ERROR, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
     problem = verify(case, got)
