@@ -456,11 +456,13 @@ def tabulate(outcomes: list[Outcome], ops: str | None = None) -> dict[str, OpRow
 
 
 def _cause(message: str) -> str:
-    """A failure message with its case-specific numbers blanked, to group alike failures."""
+    """A failure message with its case-specific parts blanked, to group alike failures."""
     text = message.splitlines()[0] if message else ""
-    text = re.sub(r"\d+/\d+ differ, first at .*", "values differ", text)
-    text = re.sub(r"%\d+|\(word \d+\)|-?\d+(\.\d+)?(e-?\d+)?", "#", text)
-    return text[:160]
+    text = re.sub(r"^<unknown>:\d+: error: ", "model-converter: ", text)
+    text = re.sub(r"\(\d+/\d+ differ, first at .*", "(values differ)", text)
+    text = re.sub(r"\s*%\d+|\s*\(word \d+\)", "", text)
+    text = re.sub(r"<(\d+x)+", "<", text)  # tensor<1x11x9xi1> -> tensor<i1>
+    return text[:200]
 
 
 def render(rows: dict[str, OpRow], selection: str, seconds: float) -> str:
