@@ -1,0 +1,1 @@
+"""Backends that execute a planned model: cpu (numpy) and vulkan."""
