@@ -281,6 +281,11 @@ def request_adapter(backend: str = "cpu", **options: object) -> Adapter:
 # Objects
 
 
+def _kind_of(obj: object) -> str:
+    """The HAL class name of an object (not the backend subclass), for error messages."""
+    return getattr(obj, "_kind", type(obj).__name__)
+
+
 class HalObject:
     """Base of every HAL object: a label, destroy(), and use as a context manager."""
 
@@ -494,7 +499,7 @@ class Device(HalObject):
         if memory is None:
             return
         if not isinstance(memory, DeviceMemory):
-            raise HalError(f"memory must be a DeviceMemory, got {type(memory).__name__}")
+            raise HalError(f"memory must be a DeviceMemory, got {_kind_of(memory)}")
         memory._check()
         self._check_owner(memory)
         if offset < 0 or offset % req.alignment:
@@ -581,7 +586,7 @@ class Device(HalObject):
             if not isinstance(res, want):
                 hint = " (use tensor.create_view())" if isinstance(res, Tensor) else ""
                 raise HalError(f"binding {binding} is a {kind.name} descriptor and takes a "
-                               f"{want.__name__}, got {type(res).__name__}{hint}")
+                               f"{want.__name__}, got {_kind_of(res)}{hint}")
             res._check()
             self._check_owner(res)
         return self._create_descriptor_set(layout, dict(resources), label)
@@ -1194,7 +1199,7 @@ class Queue(HalObject):
             if isinstance(cb, CommandEncoder):
                 raise HalError(f"{cb} is an encoder: call finish() and submit the command buffer")
             if not isinstance(cb, CommandBuffer):
-                raise HalError(f"submit takes CommandBuffers, got {type(cb).__name__}")
+                raise HalError(f"submit takes CommandBuffers, got {_kind_of(cb)}")
             cb._check()
             if cb.device is not self.device:
                 raise HalError(f"{cb} belongs to another device")
