@@ -154,6 +154,12 @@ def test_concurrent_runs_of_one_model_match_sequential_runs(compute_model):
     check_threads(compute_model, lambda rng: [rng.standard_normal((2, 4)).astype(np.float32)])
 
 
+def test_sequential_runs_reuse_one_execution(compute_model):
+    for _ in range(3):
+        compute_model.run([np.ones((2, 4), np.float32)])
+    assert len(compute_model._pool) == 1
+
+
 def test_dynamic_shapes_are_refused():
     vgf = _two_compute_segments()
     vgf.resources[0].shape = [-1, 4]

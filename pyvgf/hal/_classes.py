@@ -271,7 +271,9 @@ def request_adapter(backend: str = "cpu", **options: object) -> Adapter:
             module = importlib.import_module(entry)
         except ImportError as exc:
             raise HalError(f"backend {backend!r} cannot be loaded: {exc}") from exc
-        factory = module.request_adapter
+        factory = getattr(module, "request_adapter", None)
+        if factory is None:
+            raise HalError(f"backend {backend!r}: module {entry} defines no request_adapter()")
     else:
         factory = entry()
     return factory(**options)
@@ -328,7 +330,12 @@ class _DeviceChild(HalObject):
     def __init__(self, device: Device, label: str = ""):
         super().__init__(label)
         self.device = device
-        device._children.append(self)
+        device._children[id(self)] = self
+
+    def destroy(self) -> None:
+        """Release the object (vkDestroy*). Calling it again does nothing."""
+        self.device._children.pop(id(self), None)
+        super().destroy()
 
     def _check(self) -> None:
         super()._check()
@@ -380,13 +387,13 @@ class Device(HalObject):
         self.limits = adapter.limits
         self.shaders = dict(shaders or {})
         """Python stand-ins for compute shader modules, by module name."""
-        self._children: list[HalObject] = []
+        self._children: dict[int, HalObject] = {}
+        """Live objects created by this device, in creation order (destroyed with it)."""
         self.queue = self._create_queue()
 
     def _destroy(self) -> None:
-        for child in reversed(self._children):
+        for child in reversed(list(self._children.values())):
             child.destroy()
-        self._children.clear()
 
     # -- memory, tensors, buffers
 
