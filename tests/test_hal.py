@@ -99,6 +99,18 @@ def test_tensor_and_buffer_alias_through_shared_memory(device):
     np.testing.assert_array_equal(device.queue.read_buffer(b).view(np.float32), np.full(8, 1.5, np.float32))
 
 
+def test_write_buffer_takes_bytes_or_any_array(device):
+    import ml_dtypes
+
+    buf = device.create_buffer(8)
+    device.queue.write_buffer(buf, np.array([1.5, -2, 3, 0.25], ml_dtypes.bfloat16))
+    np.testing.assert_array_equal(device.queue.read_buffer(buf).view(ml_dtypes.bfloat16), [1.5, -2, 3, 0.25])
+    device.queue.write_buffer(buf, b"\x07\x08", offset=6)
+    assert list(device.queue.read_buffer(buf, 6, 2)) == [7, 8]
+    with pytest.raises(HalError, match="write of 9 bytes at 0 overflows"):
+        device.queue.write_buffer(buf, bytes(9))
+
+
 def test_binding_outside_memory_is_refused(device):
     memory = device.allocate_memory(16)
     with pytest.raises(HalError, match="needs 32 bytes at offset 0"):

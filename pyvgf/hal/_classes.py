@@ -1232,7 +1232,10 @@ class Queue(HalObject):
         """Copy host bytes into a buffer at `offset`."""
         self._check()
         buffer._check()
-        raw = np.frombuffer(memoryview(np.ascontiguousarray(data)).cast("B"), np.uint8)
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            raw = np.frombuffer(data, np.uint8)
+        else:
+            raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
         if offset < 0 or offset + raw.size > buffer.size:
             raise HalError(f"write of {raw.size} bytes at {offset} overflows {buffer} ({buffer.size} bytes)")
         self._write_buffer(buffer, raw, offset)
