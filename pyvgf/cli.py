@@ -96,22 +96,20 @@ def _summary(name: str, array: np.ndarray) -> str:
     return text
 
 
-def _run(args: argparse.Namespace) -> int:
-    from . import load
-
+def _source(args: argparse.Namespace) -> tuple[str | bytes, str]:
+    """The model to run (a path, or the bundled example's bytes) and how to name it."""
     if args.example:
         if args.model:
             raise SystemExit("pyvgf run: give a MODEL or --example, not both")
-        path = resources.files("pyvgf") / "examples" / EXAMPLE
-        source = path.read_bytes()
-        label = f"example {EXAMPLE}"
         args.random_inputs = True
-    elif args.model:
-        source, label = args.model, args.model
-    else:
+        return (resources.files("pyvgf") / "examples" / EXAMPLE).read_bytes(), f"example {EXAMPLE}"
+    if not args.model:
         raise SystemExit("pyvgf run: give a MODEL.vgf or --example")
-    model = load(source, backend=args.backend)
-    print(f"{label} on {args.backend}: {len(model.inputs)} input(s), {len(model.outputs)} output(s)")
+    return args.model, args.model
+
+
+def _inputs(args: argparse.Namespace, model) -> dict[str, np.ndarray] | list[np.ndarray]:
+    """The inputs from --input files, or random ones; prints a line for each."""
     if args.input:
         inputs = _load_inputs(args.input)
     elif args.random_inputs:
@@ -119,22 +117,30 @@ def _run(args: argparse.Namespace) -> int:
         inputs = [random_input(i, rng) if i.live else np.zeros(0) for i in model.inputs]
     else:
         raise SystemExit("pyvgf run: give --input FILE.npy for each input, or --random-inputs")
-    arrays = inputs.values() if isinstance(inputs, dict) else inputs
-    names = inputs.keys() if isinstance(inputs, dict) else [i.name for i in model.inputs]
-    for name, array in zip(names, arrays):
-        print("  in  " + _summary(name, np.asarray(array)))
-    outputs = model.run(inputs)
-    out_dir = Path(args.output_dir) if args.output_dir else None
-    if out_dir:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    for info, array in zip(model.outputs, outputs):
-        line = "  out " + _summary(info.name, array)
+    given = inputs.items() if isinstance(inputs, dict) else zip([i.name for i in model.inputs], inputs)
+    live = {i.name for i in model.inputs if i.live}
+    for name, array in given:
+        print("  in  " + (_summary(name, np.asarray(array)) if name in live else f"{name}: unused by the model"))
+    return inputs
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import load
+
+    source, label = _source(args)
+    with load(source, backend=args.backend) as model:
+        print(f"{label} on {args.backend}: {len(model.inputs)} input(s), {len(model.outputs)} output(s)")
+        outputs = model.run(_inputs(args, model))
+        out_dir = Path(args.output_dir) if args.output_dir else None
         if out_dir:
-            path = out_dir / (re.sub(r"[^\w.-]", "_", info.name) + ".npy")
-            np.save(path, array)
-            line += f"  -> {path}"
-        print(line)
-    model.close()
+            out_dir.mkdir(parents=True, exist_ok=True)
+        for info, array in zip(model.outputs, outputs):
+            line = "  out " + _summary(info.name, array)
+            if out_dir:
+                path = out_dir / (re.sub(r"[^\w.-]", "_", info.name) + ".npy")
+                np.save(path, array)
+                line += f"  -> {path}"
+            print(line)
     return 0
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -100,8 +101,6 @@ def test_tensor_and_buffer_alias_through_shared_memory(device):
 
 
 def test_write_buffer_takes_bytes_or_any_array(device):
-    import ml_dtypes
-
     buf = device.create_buffer(8)
     device.queue.write_buffer(buf, np.array([1.5, -2, 3, 0.25], ml_dtypes.bfloat16))
     np.testing.assert_array_equal(device.queue.read_buffer(buf).view(ml_dtypes.bfloat16), [1.5, -2, 3, 0.25])
