@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import pyvgf
 from conftest_runtime import check_threads
@@ -182,3 +184,20 @@ def test_closed_model_refuses_to_run(compute_model):
     compute_model.close()
     with pytest.raises(HalError):
         compute_model.run([np.ones((2, 4), np.float32)])
+
+
+_DTYPES = [np.float32, np.float64, np.float16, np.int8, np.int32, np.int64, np.uint8, np.bool_, object]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(shape=st.lists(st.integers(0, 5), max_size=4), dtype=st.sampled_from(_DTYPES),
+       as_dict=st.booleans(), name=st.sampled_from(["x", "y"]))
+def test_any_input_runs_or_raises_model_input_error(compute_model, shape, dtype, as_dict, name):
+    value = np.zeros(shape, dtype)
+    inputs = {name: value} if as_dict else [value]
+    try:
+        (y,) = compute_model.run(inputs)
+    except ModelInputError:
+        return
+    assert value.shape == (2, 4) and value.dtype == np.float32 and (name == "x" or not as_dict)
+    np.testing.assert_array_equal(y, np.ones((2, 4), np.float32))
