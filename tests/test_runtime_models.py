@@ -152,3 +152,18 @@ def test_bundled_example_is_what_its_mlir_converts_to():
     made = read(fixtures.vgf_from_mlir((base / "tiny_convnet.mlir").read_text()))
     bundled = read((base / "tiny_convnet.vgf").read_bytes())
     assert made.sequence == bundled.sequence and made.resources == bundled.resources
+
+
+def test_real_int8_models_load_and_run(real_model):
+    """The real 0.3.0 models (legacy constants, identity constant binding) plan and run."""
+    vgf = read(real_model)
+    with pyvgf.load(real_model) as model:
+        assert [i.name for i in model.inputs] == vgf.sequence.input_names
+        assert all(i.dtype == np.int8 for i in model.inputs + model.outputs)
+        (graph,) = model._schedule.segments
+        assert sorted(c.id for c in graph.pipeline.constants) == sorted(vgf.sequence.segments[0].constants)
+        rng = np.random.default_rng(5)
+        x = [rng.integers(-128, 128, i.shape, dtype=np.int8) for i in model.inputs]
+        first, again = model.run(x)[0], model.run(x)[0]
+        assert first.shape == model.outputs[0].shape
+        np.testing.assert_array_equal(first, again)
