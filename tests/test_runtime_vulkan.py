@@ -9,6 +9,7 @@ import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest_runtime import check_threads
 
 import pyvgf
 
@@ -47,3 +48,10 @@ def test_vulkan_backend_matches_cpu(name):
 
 def test_vulkan_backend_runs_the_example():
     _compare((resources.files("pyvgf") / "examples" / "tiny_convnet.vgf").read_bytes())
+
+
+def test_vulkan_model_from_several_threads():
+    source = (resources.files("pyvgf") / "examples" / "tiny_convnet.vgf").read_bytes()
+    with pyvgf.load(source, backend="vulkan") as model:
+        check_threads(model, lambda r: [r.standard_normal(i.shape).astype(np.float32) for i in model.inputs],
+                      threads=4, runs=3)
