@@ -12,7 +12,7 @@ import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_runtime import check_threads
+from conftest_runtime import check_threads, doubling_shader
 from references import tosa_reference
 
 import pyvgf
@@ -93,7 +93,9 @@ def test_graph_compute_graph_with_a_python_shader():
     path = fixtures.model("runtime_segments")
     vgf = read(path)
     assert [s.type for s in vgf.sequence.segments] == [ModuleType.GRAPH, ModuleType.COMPUTE, ModuleType.GRAPH]
-    compute_module = vgf.modules[vgf.sequence.segments[1].module_index].name
+    compute = vgf.modules[vgf.sequence.segments[1].module_index]
+    np.testing.assert_array_equal(compute.code, doubling_shader())
+    compute_module = compute.name
     with pytest.raises(HalError, match=compute_module):
         pyvgf.load(path)
     with pyvgf.load(path, shaders={compute_module: _double_tensor}) as model:

@@ -11,6 +11,8 @@ import numpy as np
 import pytest
 from conftest_runtime import check_threads
 
+from pyvgf.format import read
+
 import pyvgf
 
 pytestmark = pytest.mark.vulkan
@@ -55,3 +57,19 @@ def test_vulkan_model_from_several_threads():
     with pyvgf.load(source, backend="vulkan") as model:
         check_threads(model, lambda r: [r.standard_normal(i.shape).astype(np.float32) for i in model.inputs],
                       threads=4, runs=3)
+
+
+def test_compute_segment_runs_the_real_shader_on_vulkan():
+    """graph -> compute -> graph: the vulkan backend runs the module's SPIR-V, the cpu backend a
+    Python stand-in of it; both give the same result."""
+    path = fixtures.model("runtime_segments")
+    vgf = read(path)
+    name = vgf.modules[vgf.sequence.segments[1].module_index].name
+
+    def double(resources, workgroups):
+        resources[(0, 1)].view(np.float32)[:] = 2 * resources[(0, 0)].view(np.float32)
+
+    rng = np.random.default_rng(8)
+    inputs = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2)]
+    with pyvgf.load(path, shaders={name: double}) as cpu, pyvgf.load(path, backend="vulkan") as gpu:
+        np.testing.assert_allclose(gpu.run(inputs)[0], cpu.run(inputs)[0], rtol=1e-6, atol=1e-6)
