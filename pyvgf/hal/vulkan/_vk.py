@@ -77,8 +77,10 @@ def new_struct(ctype: str, **fields: Any) -> Any:
 
 
 def new_array(ctype: str, items: list) -> Any:
-    """A C array of `ctype`; struct items are copied in and kept alive with the array."""
-    if items and isinstance(items[0], ffi.CData) and ffi.typeof(items[0]).kind == "pointer":
+    """A C array of `ctype`. For a struct type the items are pointers made by new_struct:
+    the structs are copied in, and the items (with what they point to) stay alive with the
+    array."""
+    if ffi.typeof(ctype).kind == "struct":
         arr = ffi.new(f"{ctype}[]", [item[0] for item in items])
     else:
         arr = ffi.new(f"{ctype}[]", items)
