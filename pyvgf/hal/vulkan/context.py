@@ -65,6 +65,18 @@ class DeviceReport:
     def usable(self) -> bool:
         return not self.missing_features and not self.missing_extensions
 
+    def missing_text(self) -> str:
+        """What the device lacks, in words (with a hint when the ARM extensions are absent)."""
+        what = []
+        if self.missing_extensions:
+            what.append("extensions " + ", ".join(self.missing_extensions))
+        if self.missing_features:
+            what.append("features " + ", ".join(self.missing_features))
+        text = " and ".join(what) or "nothing"
+        if _ffi.EXT_TENSORS in self.missing_extensions:
+            text += " (install Arm's emulation layer: pip install ai-ml-emulation-layer-for-vulkan)"
+        return text
+
 
 _TYPE_NAMES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
 _TYPE_RANK = {2: 0, 1: 1, 3: 2, 4: 3, 0: 4}
@@ -148,10 +160,10 @@ class _FeatureChain:
             self.replicated.shaderReplicatedComposites = 1
 
 
-class VulkanContext:
-    """A VkInstance and a VkDevice ready for tensors and data graph pipelines.
+class VulkanInstance:
+    """A VkInstance with the emulation layers stacked when needed, and its physical devices.
 
-    emulation: "auto" (the emulation layer only when the driver lacks the ARM extensions),
+    emulation: "auto" (the emulation layer only when no driver has the ARM extensions),
     "always" or "never". validation: also enable VK_LAYER_KHRONOS_validation (above the
     emulation layers) and send its messages to `on_message`.
     """
@@ -159,37 +171,27 @@ class VulkanContext:
     def __init__(
         self,
         *,
-        device_index: int | None = None,
         emulation: str = "auto",
         validation: bool = False,
         on_message: MessageSink | None = None,
+        live: Counter[str] | None = None,
     ):
         if emulation not in ("auto", "always", "never"):
             raise HalError(f"emulation must be 'auto', 'always' or 'never', not {emulation!r}")
-        mod = vk()
-        self.live: Counter[str] = Counter()
-        self.instance = None
-        self.device = None
+        self.live: Counter[str] = Counter() if live is None else live
+        self.handle = None
         self._messenger = None
         self._on_message = on_message
         self.uses_emulation = False
-        self.emulation_layer = None
+        self.emulation_layer: layers.EmulationLayer | None = None
+        self.layers: list[str] = []
         try:
-            self._create_instance(emulation, validation)
-            self.physical_device, self.report = self._choose(device_index)
-            self._create_device()
+            self._create(emulation, validation)
         except BaseException:
             self.destroy()
             raise
-        props = mod.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
-        self.memory_types = [
-            (props.memoryTypes[i].propertyFlags, props.memoryTypes[i].heapIndex)
-            for i in range(props.memoryTypeCount)
-        ]
 
-    # -- instance ---------------------------------------------------------------------------
-
-    def _create_instance(self, emulation: str, validation: bool) -> None:
+    def _create(self, emulation: str, validation: bool) -> None:
         mod = vk()
         enabled: list[str] = []
         folders = []
@@ -229,7 +231,7 @@ class VulkanContext:
                 enabledExtensionCount=len(extensions),
                 ppEnabledExtensionNames=extensions or None,
             )
-            self.instance = call("vkCreateInstance", mod.vkCreateInstance, info, None)
+            self.handle = call("vkCreateInstance", mod.vkCreateInstance, info, None)
         self.live["VkInstance"] += 1
         self.layers = enabled
         if extensions:
@@ -255,37 +257,19 @@ class VulkanContext:
             pfnUserCallback=callback,
         )
         self._callback = callback
-        create = mod.vkGetInstanceProcAddr(self.instance, "vkCreateDebugUtilsMessengerEXT")
-        self._messenger = create(self.instance, info, None)
+        create = mod.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
+        self._messenger = create(self.handle, info, None)
         self.live["VkDebugUtilsMessengerEXT"] += 1
 
-    # -- physical device --------------------------------------------------------------------
-
-    def _choose(self, device_index: int | None) -> tuple[Any, DeviceReport]:
-        mod = vk()
-        devices = mod.vkEnumeratePhysicalDevices(self.instance)
+    def physical_devices(self) -> list[Any]:
+        devices = vk().vkEnumeratePhysicalDevices(self.handle)
         if not devices:
             raise HalError("the Vulkan loader found no physical device (no driver installed?)")
-        reports = [self.describe(i, pd) for i, pd in enumerate(devices)]
-        if device_index is not None:
-            if not 0 <= device_index < len(devices):
-                raise HalError(f"Vulkan device index {device_index} out of range 0..{len(devices) - 1}")
-            order = [device_index]
-        else:
-            order = sorted(range(len(devices)), key=lambda i: (not reports[i].usable, _TYPE_RANK.get(reports[i].device_type_code, 9), i))
-        best = order[0]
-        report = reports[best]
-        if not report.usable:
-            what = []
-            if report.missing_extensions:
-                what.append("extensions " + ", ".join(report.missing_extensions))
-            if report.missing_features:
-                what.append("features " + ", ".join(report.missing_features))
-            hint = ""
-            if not self.uses_emulation and _ffi.EXT_TENSORS in report.missing_extensions:
-                hint = " (install Arm's emulation layer: pip install ai-ml-emulation-layer-for-vulkan)"
-            raise HalError(f"Vulkan device {best} ({report.name}) lacks {' and '.join(what)}{hint}")
-        return devices[best], report
+        return list(devices)
+
+    def reports(self) -> list[DeviceReport]:
+        """What each physical device offers, in enumeration order."""
+        return [self.describe(i, pd) for i, pd in enumerate(self.physical_devices())]
 
     def describe(self, index: int, pd: Any) -> DeviceReport:
         """What physical device `pd` offers: name, driver, ARM extensions, missing features."""
@@ -305,7 +289,7 @@ class VulkanContext:
         if p.apiVersion < _make_version(*API_VERSION):
             missing_ext.insert(0, "Vulkan 1.3")
         native = native_arm_extensions()
-        report = DeviceReport(
+        return DeviceReport(
             index=index,
             name=mod.ffi.string(p.deviceName).decode(),
             device_type=_TYPE_NAMES.get(p.deviceType, str(p.deviceType)),
@@ -317,7 +301,69 @@ class VulkanContext:
             missing_extensions=missing_ext,
             device_type_code=p.deviceType,
         )
-        return report
+
+    def destroy(self) -> None:
+        """Destroy the messenger and instance (idempotent)."""
+        mod = vk()
+        if self.handle is None:
+            return
+        if self._messenger is not None:
+            destroy = mod.vkGetInstanceProcAddr(self.handle, "vkDestroyDebugUtilsMessengerEXT")
+            destroy(self.handle, self._messenger, None)
+            self._messenger = None
+            self.live["VkDebugUtilsMessengerEXT"] -= 1
+        mod.vkDestroyInstance(self.handle, None)
+        self.handle = None
+        self.live["VkInstance"] -= 1
+
+
+class VulkanContext:
+    """A VulkanInstance and a VkDevice ready for tensors and data graph pipelines
+    (arguments as for VulkanInstance, plus the physical device index; None picks the best
+    usable device: discrete GPU first, CPU last)."""
+
+    def __init__(
+        self,
+        *,
+        device_index: int | None = None,
+        emulation: str = "auto",
+        validation: bool = False,
+        on_message: MessageSink | None = None,
+    ):
+        mod = vk()
+        self.live: Counter[str] = Counter()
+        self.device = None
+        self.vi = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message, live=self.live)
+        self.instance = self.vi.handle
+        self.uses_emulation = self.vi.uses_emulation
+        try:
+            self.physical_device, self.report = self._choose(device_index)
+            self._create_device()
+        except BaseException:
+            self.destroy()
+            raise
+        props = mod.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
+        self.memory_types = [
+            (props.memoryTypes[i].propertyFlags, props.memoryTypes[i].heapIndex)
+            for i in range(props.memoryTypeCount)
+        ]
+
+    def _choose(self, device_index: int | None) -> tuple[Any, DeviceReport]:
+        devices = self.vi.physical_devices()
+        reports = [self.vi.describe(i, pd) for i, pd in enumerate(devices)]
+        if device_index is not None:
+            if not 0 <= device_index < len(devices):
+                raise HalError(f"Vulkan device index {device_index} out of range 0..{len(devices) - 1}")
+            best = device_index
+        else:
+            best = min(
+                range(len(devices)),
+                key=lambda i: (not reports[i].usable, _TYPE_RANK.get(reports[i].device_type_code, 9), i),
+            )
+        report = reports[best]
+        if not report.usable:
+            raise HalError(f"Vulkan device {best} ({report.name}) lacks {report.missing_text()}")
+        return devices[best], report
 
     # -- logical device ---------------------------------------------------------------------
 
@@ -400,7 +446,7 @@ class VulkanContext:
     # -- teardown ---------------------------------------------------------------------------
 
     def destroy(self) -> None:
-        """Destroy the command pool, device, messenger and instance (idempotent)."""
+        """Destroy the command pool, device and instance (idempotent)."""
         mod = vk()
         if self.device is not None:
             mod.vkDeviceWaitIdle(self.device)
@@ -411,15 +457,8 @@ class VulkanContext:
             mod.vkDestroyDevice(self.device, None)
             self.device = None
             self.live["VkDevice"] -= 1
-        if self.instance is not None:
-            if self._messenger is not None:
-                destroy = mod.vkGetInstanceProcAddr(self.instance, "vkDestroyDebugUtilsMessengerEXT")
-                destroy(self.instance, self._messenger, None)
-                self._messenger = None
-                self.live["VkDebugUtilsMessengerEXT"] -= 1
-            mod.vkDestroyInstance(self.instance, None)
-            self.instance = None
-            self.live["VkInstance"] -= 1
+        self.vi.destroy()
+        self.instance = None
 
     def live_objects(self) -> int:
         """How many Vulkan objects this context created and has not destroyed."""
