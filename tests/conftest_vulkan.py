@@ -1,0 +1,270 @@
+"""Helpers of the Vulkan backend tests: skip rules, a VGF graph runner on the backend's
+objects, and scenario_runner as the reference executor."""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pyvgf.errors import HalError
+from pyvgf.format.model import (
+    VGF,
+    BindingSlot,
+    Category,
+    CodeType,
+    Constant,
+    ConstantBinding,
+    DescriptorSetInfo,
+    DescriptorType,
+    Format,
+    ModelSequence,
+    Module,
+    ModuleType,
+    Resource,
+    Segment,
+    numpy_dtype,
+)
+
+
+@functools.cache
+def vulkan_unavailable() -> str | None:
+    """Why Vulkan cannot be had on this machine (no loader, no device), or None."""
+    try:
+        from pyvgf.hal.vulkan._vk import vk
+
+        mod = vk()
+        app = mod.VkApplicationInfo(apiVersion=(1 << 22) | (3 << 12))
+        inst = mod.vkCreateInstance(mod.VkInstanceCreateInfo(pApplicationInfo=app), None)
+    except (HalError, Exception) as exc:  # noqa: BLE001 - any failure means no Vulkan
+        return f"no Vulkan loader or instance: {exc!r}"
+    try:
+        if not mod.vkEnumeratePhysicalDevices(inst):
+            return "the Vulkan loader finds no physical device"
+    finally:
+        mod.vkDestroyInstance(inst, None)
+    return None
+
+
+def require_vulkan() -> None:
+    reason = vulkan_unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+# -- reading a VGF (through vgf_dump until pyvgf.format.read is on main) -------------------
+
+
+def _dump(path: Path, *args: str) -> bytes:
+    return subprocess.run(["vgf_dump", "-i", str(path), *args], check=True, capture_output=True).stdout
+
+
+def _descriptor_type(name: str) -> int:
+    if name == "none":
+        return DescriptorType.NONE
+    return int(DescriptorType[name.removeprefix("VK_DESCRIPTOR_TYPE_")])
+
+
+def read_vgf(path: Path) -> VGF:
+    """The VGF object model of a file: pyvgf.format.read when present, else built from
+    Arm's vgf_dump (JSON, --dump-spirv, --dump-constant)."""
+    try:
+        from pyvgf.format import read  # type: ignore[attr-defined]
+    except ImportError:
+        read = None
+    if read is not None:
+        return read(Path(path).read_bytes())
+    d = json.loads(_dump(path))
+    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"pyvgf-vk-{os.getpid()}"
+    tmp.mkdir(exist_ok=True)
+    modules = []
+    for m in d["modules"]:
+        out = tmp / f"m{m['index']}.spv"
+        _dump(path, "--dump-spirv", str(m["index"]), "-o", str(out))
+        modules.append(
+            Module(
+                type=ModuleType[m["type"]],
+                name=m["name"],
+                entry_point=m["entry_point"],
+                code_type=CodeType.SPIRV,
+                code=np.fromfile(out, dtype="<u4"),
+            )
+        )
+    resources = [
+        Resource(
+            descriptor_type=_descriptor_type(r["vk_descriptor_type"]),
+            format=int(Format[r["vk_format"].removeprefix("VK_FORMAT_")]),
+            category=Category[r["category"]],
+            shape=list(r["shape"]),
+        )
+        for r in d["resources"]
+    ]
+    constants = []
+    for c in d["constants"]:
+        out = tmp / f"c{c['index']}.bin"
+        _dump(path, "--dump-constant", str(c["index"]), "-o", str(out))
+        constants.append(Constant(c["mrt_index"], np.fromfile(out, dtype=np.uint8), c["sparsity_dimension"]))
+
+    def slots(items):
+        return [BindingSlot(s["binding"], s["mrt_index"]) for s in items]
+
+    seq = d["model_sequence"]
+    segments = [
+        Segment(
+            type=ModuleType[s["type"]],
+            name=s["name"],
+            module_index=s["module_index"],
+            set_infos=[DescriptorSetInfo(slots(i["bindings"]), i["set_index"]) for i in s["descriptor_set_infos"]],
+            inputs=slots(s["inputs"]),
+            outputs=slots(s["outputs"]),
+            constants=list(s["constants"]),
+            dispatch_shape=list(s["dispatch_shape"]),
+            constant_bindings=[
+                ConstantBinding(b["graph_constant_id"], b["constant_table_index"]) for b in s.get("constant_bindings", [])
+            ],
+        )
+        for s in seq["segments"]
+    ]
+    shutil.rmtree(tmp, ignore_errors=True)
+    return VGF(
+        modules=modules,
+        sequence=ModelSequence(
+            segments=segments,
+            inputs=slots(seq["inputs"]),
+            outputs=slots(seq["outputs"]),
+            input_names=[s["name"] for s in seq["inputs"]],
+            output_names=[s["name"] for s in seq["outputs"]],
+        ),
+        resources=resources,
+        constants=constants,
+    )
+
+
+# -- running graph segments on the backend's objects ---------------------------------------
+
+
+class GraphModel:
+    """Every Vulkan object a graph-only VGF needs, made once; run() many times."""
+
+    def __init__(self, ctx, vgf: VGF):
+        from pyvgf.hal.vulkan import commands, pipelines, tensors
+
+        self.ctx = ctx
+        self.vgf = vgf
+        self.objects: list = []
+        tensor_type = 1000460000
+        self.tensors = {}
+        for i, r in enumerate(vgf.resources):
+            if r.category != Category.CONSTANT:
+                self.tensors[i] = self._own(tensors.Tensor(ctx, r.format, tuple(r.shape), label=f"mrt{i}"))
+        self.cmd = self._own(commands.CommandBuffer(ctx))
+        self.cmd.begin()
+        for k, seg in enumerate(vgf.sequence.segments):
+            if seg.type != ModuleType.GRAPH:
+                raise NotImplementedError("compute segments")
+            layouts, sets, resources = {}, {}, []
+            for pos, info in enumerate(seg.set_infos):
+                index = pos if info.set_index == 0xFFFFFFFF else info.set_index
+                layout = self._own(pipelines.DescriptorSetLayout(ctx, [(b.binding, tensor_type) for b in info.bindings]))
+                layouts[index] = layout
+                ds = self._own(pipelines.DescriptorSet(ctx, layout))
+                sets[index] = ds
+                for b in info.bindings:
+                    r = vgf.resources[b.mrt_index]
+                    ds.write(b.binding, self.tensors[b.mrt_index])
+                    resources.append(pipelines.GraphResource(index, b.binding, r.format, tuple(r.shape)))
+            pl = self._own(pipelines.PipelineLayout(ctx, [layouts[i] for i in sorted(layouts)]))
+            consts = []
+            for cb in seg.graph_constants():
+                c = vgf.constants[cb.constant_table_index]
+                r = vgf.resources[c.mrt_index]
+                consts.append(pipelines.GraphConstant(cb.graph_constant_id, r.format, tuple(r.shape), c.data, c.sparsity_dimension))
+            module = vgf.modules[seg.module_index]
+            pipe = self._own(pipelines.DataGraphPipeline(ctx, module.code, module.entry_point, pl, resources, consts, label=seg.name))
+            session = self._own(pipelines.DataGraphSession(ctx, pipe))
+            if k:
+                self.cmd.tensor_barrier([self.tensors[s.mrt_index] for s in seg.inputs])
+            self.cmd.dispatch_graph(pipe, pl, sets, session)
+        self.cmd.host_barrier()
+        self.cmd.end()
+        self.fence = self._own(commands.Fence(ctx))
+
+    def _own(self, obj):
+        self.objects.append(obj)
+        return obj
+
+    def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        from pyvgf.hal.vulkan import commands
+
+        for slot, x in zip(self.vgf.sequence.inputs, inputs):
+            self.tensors[slot.mrt_index].write(x)
+        self.fence.reset()
+        commands.submit(self.ctx, [self.cmd], self.fence)
+        self.fence.wait(timeout_s=60)
+        outs = []
+        for slot in self.vgf.sequence.outputs:
+            r = self.vgf.resources[slot.mrt_index]
+            raw = self.tensors[slot.mrt_index].read()
+            outs.append(np.frombuffer(raw, numpy_dtype(r.format)).reshape(r.shape).copy())
+        return outs
+
+    def destroy(self) -> None:
+        for obj in reversed(self.objects):
+            obj.destroy()
+        self.objects = []
+
+
+# -- scenario_runner as the reference -------------------------------------------------------
+
+
+def scenario_run(vgf_path: Path, inputs: list[np.ndarray], workdir: Path) -> list[np.ndarray]:
+    """Outputs of Arm's scenario_runner on the same VGF, with the emulation layer arranged as
+    toolchain.md shows (one folder per manifest, Graph folder first)."""
+    from pyvgf.hal.vulkan import layers
+
+    el = layers.find_emulation_layer()
+    if el is None:
+        pytest.skip("the emulation layer is not installed")
+    folder = layers.manifest_folder(el)
+    env = dict(os.environ, XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
+    layer_dirs = []
+    for name, fname in (("graph", "VkLayer_Graph.json"), ("tensor", "VkLayer_Tensor.json")):
+        d = workdir / "layers" / name
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(folder / fname, d / fname)
+        layer_dirs.append(str(d))
+    env["VK_LAYER_PATH"] = os.pathsep.join(layer_dirs)
+    env["VK_INSTANCE_LAYERS"] = ":".join(layers.EMULATION_LAYERS)
+    scenario = json.loads(subprocess.run(
+        ["vgf_dump", "-i", str(vgf_path), "--scenario-template"], check=True, capture_output=True
+    ).stdout)
+    outs = []
+    n_in = 0
+    for res in scenario["resources"]:
+        if "graph" in res:
+            res["graph"]["src"] = str(vgf_path)
+        elif "tensor" in res:
+            t = res["tensor"]
+            if "src" in t:
+                path = workdir / f"in{n_in}.npy"
+                np.save(path, inputs[n_in])
+                t["src"] = str(path)
+                n_in += 1
+            if "dst" in t:
+                t["dst"] = f"out{len(outs)}.npy"
+                outs.append(workdir / t["dst"])
+    spath = workdir / "scenario.json"
+    spath.write_text(json.dumps(scenario))
+    proc = subprocess.run(
+        ["scenario_runner", "--scenario", str(spath), "--output", str(workdir)],
+        env=env, capture_output=True, text=True, timeout=300,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"scenario_runner failed:\n{proc.stdout}\n{proc.stderr}")
+    return [np.load(p) for p in outs]
