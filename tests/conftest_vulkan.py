@@ -268,3 +268,56 @@ def scenario_run(vgf_path: Path, inputs: list[np.ndarray], workdir: Path) -> lis
     if proc.returncode != 0:
         raise RuntimeError(f"scenario_runner failed:\n{proc.stdout}\n{proc.stderr}")
     return [np.load(p) for p in outs]
+
+
+def chained_add(ctx, vgf: VGF, a: np.ndarray, b: np.ndarray, pipelines_seen: set | None = None) -> np.ndarray:
+    """Two dispatches of the add graph in one command buffer, c = a + b then d = c + b, with
+    a tensor memory barrier on c between them (the shape of a two-segment model)."""
+    from pyvgf.hal.vulkan import commands, pipelines, tensors
+
+    tensor_type = 1000460000
+    module = vgf.modules[0]
+    shape = tuple(vgf.resources[0].shape)
+    objs: list = []
+    try:
+        ta, tb, tc, td = (tensors.Tensor(ctx, 100, shape, label=n) for n in "abcd")
+        objs += [ta, tb, tc, td]
+        layout = pipelines.DescriptorSetLayout(ctx, [(0, tensor_type), (1, tensor_type), (2, tensor_type)])
+        objs.append(layout)
+        pl = pipelines.PipelineLayout(ctx, [layout])
+        objs.append(pl)
+        res = [pipelines.GraphResource(0, i, 100, shape) for i in range(3)]
+        cmd = commands.CommandBuffer(ctx)
+        objs.append(cmd)
+        cmd.begin()
+        for k, (x, y, z) in enumerate(((ta, tb, tc), (tc, tb, td))):
+            pipe = pipelines.DataGraphPipeline(ctx, module.code, module.entry_point, pl, res, [], label=f"add{k}")
+            objs.append(pipe)
+            if pipelines_seen is not None:
+                pipelines_seen.add(int(ctx_ffi().cast("uintptr_t", pipe.handle)))
+            session = pipelines.DataGraphSession(ctx, pipe)
+            ds = pipelines.DescriptorSet(ctx, layout)
+            objs += [session, ds]
+            for binding, t in enumerate((x, y, z)):
+                ds.write(binding, t)
+            if k:
+                cmd.tensor_barrier([tc])
+            cmd.dispatch_graph(pipe, pl, {0: ds}, session)
+        cmd.host_barrier()
+        cmd.end()
+        fence = commands.Fence(ctx)
+        objs.append(fence)
+        ta.write(a)
+        tb.write(b)
+        commands.submit(ctx, [cmd], fence)
+        fence.wait(timeout_s=60)
+        return np.frombuffer(td.read(), np.float32).reshape(shape).copy()
+    finally:
+        for obj in reversed(objs):
+            obj.destroy()
+
+
+def ctx_ffi():
+    from pyvgf.hal.vulkan._vk import vk
+
+    return vk().ffi

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest_vulkan import GraphModel, read_vgf, require_vulkan, scenario_run
+from conftest_vulkan import GraphModel, chained_add, read_vgf, require_vulkan, scenario_run
 from pyvgf.errors import HalError
 
 pytestmark = pytest.mark.vulkan
@@ -43,6 +43,14 @@ def test_add_equals_numpy(ctx, vgf_model):
             np.testing.assert_array_equal(out, a + b)
     finally:
         model.destroy()
+
+
+def test_two_dispatches_with_a_tensor_barrier(ctx, vgf_model):
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((1, 4, 4, 8)).astype(np.float32)
+    b = rng.standard_normal((1, 4, 4, 8)).astype(np.float32)
+    out = chained_add(ctx, read_vgf(vgf_model("add_f32")), a, b)
+    np.testing.assert_array_equal(out, (a + b) + b)
 
 
 def test_graph_constants_equal_scenario_runner(ctx, vgf_model, tmp_path):

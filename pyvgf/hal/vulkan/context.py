@@ -219,12 +219,29 @@ class VulkanInstance:
                 raise HalError(f"Vulkan layers not found by the loader: {', '.join(missing)}")
             if validation or self._on_message is not None:
                 extensions.append("VK_EXT_debug_utils")
+            if validation:
+                extensions.append("VK_EXT_validation_features")
             app = mod.VkApplicationInfo(
                 pApplicationName="pyvgf",
                 pEngineName="pyvgf",
                 apiVersion=_make_version(*API_VERSION),
             )
+            features = None
+            if validation:
+                # Validation layers that predate the ARM extensions (Debian 12: 1.3.239) crash
+                # on them unless two parts are off: handle wrapping (the ARM commands they do
+                # not know would pass wrapped handles down to the emulation layers) and the
+                # core state tracker (it dereferences descriptor data of unknown types).
+                # Parameter, object-lifetime and thread-safety checks stay on.
+                disabled = [
+                    mod.VK_VALIDATION_FEATURE_DISABLE_UNIQUE_HANDLES_EXT,
+                    mod.VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT,
+                ]
+                features = mod.VkValidationFeaturesEXT(
+                    disabledValidationFeatureCount=len(disabled), pDisabledValidationFeatures=disabled
+                )
             info = mod.VkInstanceCreateInfo(
+                pNext=features,
                 pApplicationInfo=app,
                 enabledLayerCount=len(enabled),
                 ppEnabledLayerNames=enabled or None,
