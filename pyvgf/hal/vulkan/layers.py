@@ -12,6 +12,7 @@ every loader honours (Debian 12's 1.3.239 loader ignores the order of VK_INSTANC
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -42,6 +43,7 @@ class EmulationLayer:
         return self.deploy / "share" / "vulkan" / "explicit_layer.d" / _MANIFESTS[layer]
 
 
+@functools.cache
 def find_emulation_layer() -> EmulationLayer | None:
     """The emulation layer installed with pip, or None."""
     try:
