@@ -1,0 +1,251 @@
+"""Write a `VGF` to bytes laid out exactly as Arm's VGF encoder (vgf-lib) writes them.
+
+The encoder keeps one FlatBuffers builder per section and creates objects in the order its
+API is called; `write()` replays the calls that model-converter makes: modules in order; per
+segment its binding slots (first use of each (binding, resource) pair), descriptor set infos,
+then the segment; model input/output names; and at the end the resource table and the model
+level vectors. Sections follow the header, 8-byte aligned from format 0.4.3 on and packed
+before, and constants use CONST00 or, for legacy files, the FlatBuffers ConstantSection.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import VGFFormatError
+from . import schema as s
+from .flatbuffers import Builder, i64, u8, u32
+from .model import VGF, BindingSlot, CodeType, ModelSequence, Module, ModuleType, Segment
+from .validate import validate
+
+
+def write(vgf: VGF) -> bytes:
+    """Encode `vgf` (validated first) as a VGF file."""
+    validate(vgf)
+    if vgf.header.version[0] != s.MAJOR or vgf.header.version[1] > s.MAX_MINOR:
+        raise VGFFormatError(f"pyvgf cannot write format version {vgf.header.version}", section="header")
+    sections = [
+        _module_table(vgf.modules),
+        _sequence_table(vgf),
+        _resource_table(vgf),
+        _legacy_constants(vgf) if vgf.legacy_constants else _constants_v00(vgf),
+    ]
+    align = 8 if vgf.header.version >= (0, 4, 3) else 1
+    offsets, pos = [], s.HEADER_SIZE
+    for data in sections:
+        pos += -pos % align
+        offsets.append(pos)
+        pos += len(data)
+    out = bytearray(pos)
+    major, minor, patch = vgf.header.version
+    header = s.Header.build(
+        dict(
+            magic=s.MAGIC_LEGACY if vgf.header.legacy_magic else s.MAGIC,
+            vk_header_version=vgf.header.vk_header_version,
+            reserved0=0,
+            major=major,
+            minor=minor,
+            patch=patch,
+            reserved1=0,
+            reserved2=0,
+            sections=[dict(offset=o, size=len(d)) for o, d in zip(offsets, sections)],
+            reserved3=[0] * 6,
+        )
+    )
+    out[: s.HEADER_SIZE] = header
+    for offset, data in zip(offsets, sections):
+        out[offset : offset + len(data)] = data
+    return bytes(out)
+
+
+def _module(b: Builder, m: Module) -> int:
+    code = None
+    if m.code is not None:
+        if m.code_type == CodeType.SPIRV:
+            words = b.create_scalar_vector(u32, np.asarray(m.code, dtype=np.uint32))
+            code = s.SPIRV.build_into(b, words=words)
+        elif m.code_type in (CodeType.GLSL, CodeType.HLSL):
+            table = s.GLSL if m.code_type == CodeType.GLSL else s.HLSL
+            code = table.build_into(b, code=b.create_string(m.code))
+        else:
+            raise VGFFormatError(f"module {m.name!r} has code but code type NONE", section="module table")
+    name = b.create_string(m.name)
+    entry_point = b.create_string(m.entry_point)
+    return s.Module.build_into(
+        b, type=int(m.type), name=name, entry_point=entry_point, code_type=int(m.code_type), code=code
+    )
+
+
+def _module_table(modules: list[Module]) -> bytes:
+    b = Builder()
+    offsets = [_module(b, m) for m in modules]
+    return b.finish(s.ModuleTable.build_into(b, modules=b.create_offset_vector(offsets)))
+
+
+class _Slots:
+    """BindingSlot tables, created once per (binding, resource) pair at first use."""
+
+    def __init__(self, builder: Builder):
+        self.builder = builder
+        self.made: dict[tuple[int, int], int] = {}
+
+    def __call__(self, slot: BindingSlot) -> int:
+        key = (slot.binding, slot.mrt_index)
+        if key not in self.made:
+            self.made[key] = s.BindingSlot.build_into(self.builder, binding=slot.binding, mrt_index=slot.mrt_index)
+        return self.made[key]
+
+    def vector(self, slots: list[BindingSlot]) -> int:
+        return self.builder.create_offset_vector([self(x) for x in slots])
+
+
+def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
+    set_infos = [
+        s.DescriptorSetInfo.build_into(b, bindings=slots.vector(info.bindings), set_index=info.set_index)
+        for info in seg.set_infos
+    ]
+    constants = b.create_scalar_vector(u32, seg.constants)
+    bindings = None
+    if seg.constant_bindings is not None:
+        tables = [
+            s.GraphConstantBinding.build_into(
+                b, graph_constant_id=c.graph_constant_id, constant_table_index=c.constant_table_index
+            )
+            for c in seg.constant_bindings
+        ]
+        bindings = b.create_offset_vector(tables)
+    dispatch = None if seg.dispatch_shape is None else b.create_scalar_vector(u32, seg.dispatch_shape)
+    set_infos_vec = b.create_offset_vector(set_infos)
+    inputs = slots.vector(seg.inputs)
+    outputs = slots.vector(seg.outputs)
+    push = b.create_offset_vector(
+        [
+            s.PushConstantRange.build_into(b, stage_flags=p.stage_flags, offset=p.offset, size=p.size)
+            for p in seg.push_constant_ranges
+        ]
+    )
+    return s.SegmentInfo.build_into(
+        b,
+        type=int(seg.type),
+        name=b.create_string(seg.name),
+        module_index=seg.module_index,
+        set_infos=set_infos_vec,
+        inputs=inputs,
+        outputs=outputs,
+        constants=constants,
+        dispatch_shape=dispatch,
+        push_constant_ranges=push,
+        constant_bindings=bindings,
+    )
+
+
+def _slot_order(seq: ModelSequence) -> list[BindingSlot]:
+    """Every distinct binding slot in the order model-converter adds them: by resource index;
+    for one resource, slots used by graph segments or the model interface first, then those
+    used only by compute segments; ties by first use."""
+    first: dict[tuple[int, int], tuple[int, int, int]] = {}
+
+    def see(slot: BindingSlot, compute: bool) -> None:
+        key = (slot.binding, slot.mrt_index)
+        rank = (slot.mrt_index, int(compute), len(first))
+        if key not in first or rank[:2] < first[key][:2]:
+            first[key] = rank if key not in first else (rank[0], rank[1], first[key][2])
+
+    for seg in seq.segments:
+        compute = seg.type == ModuleType.COMPUTE
+        for slot in [x for info in seg.set_infos for x in info.bindings] + seg.inputs + seg.outputs:
+            see(slot, compute)
+    for slot in seq.inputs + seq.outputs:
+        see(slot, False)
+    return [BindingSlot(*key) for key, _ in sorted(first.items(), key=lambda kv: kv[1])]
+
+
+def _sequence_table(vgf: VGF) -> bytes:
+    b = Builder()
+    seq = vgf.sequence
+    slots = _Slots(b)
+    for slot in _slot_order(seq):
+        slots(slot)
+    segments = [_segment(b, slots, seg) for seg in seq.segments]
+    input_names = [b.create_string(n) for n in seq.input_names]
+    output_names = [b.create_string(n) for n in seq.output_names]
+    inputs = slots.vector(seq.inputs)
+    outputs = slots.vector(seq.outputs)
+    input_names_vec = b.create_offset_vector(input_names)
+    output_names_vec = b.create_offset_vector(output_names)
+    root = s.ModelSequenceTable.build_into(
+        b,
+        segments=b.create_offset_vector(segments),
+        inputs=inputs,
+        outputs=outputs,
+        input_names=input_names_vec,
+        output_names=output_names_vec,
+    )
+    return b.finish(root)
+
+
+def _resource_table(vgf: VGF) -> bytes:
+    b = Builder()
+    entries = []
+    for r in vgf.resources:
+        shape = b.create_scalar_vector(i64, r.shape)
+        strides = b.create_scalar_vector(i64, r.strides)
+        description = s.Description.build_into(b, shape=shape, strides=strides)
+        extra_type, extra = 0, None
+        if r.sampler is not None:
+            extra_type = 1
+            extra = s.SamplerConfig.build_into(
+                b,
+                min_filter=r.sampler.min_filter,
+                mag_filter=r.sampler.mag_filter,
+                address_mode_u=r.sampler.address_mode_u,
+                address_mode_v=r.sampler.address_mode_v,
+                border_color=r.sampler.border_color,
+            )
+        entries.append(
+            s.ModelResourceTableEntry.build_into(
+                b,
+                vk_descriptor_type=int(r.descriptor_type),
+                vk_format=int(r.format),
+                category=int(r.category),
+                description=description,
+                extra_config_type=extra_type,
+                extra_config=extra,
+                alias_group_id=r.alias_group_id,
+            )
+        )
+    return b.finish(s.ModelResourceTable.build_into(b, mrt_entry=b.create_offset_vector(entries)))
+
+
+def _constants_v00(vgf: VGF) -> bytes:
+    count = len(vgf.constants)
+    metas, payload, offset = [], [], 0
+    for c in vgf.constants:
+        data = np.ascontiguousarray(c.data).view(np.uint8).reshape(-1)
+        metas.append(
+            dict(mrt_index=c.mrt_index, sparsity_dimension=c.sparsity_dimension, size=data.size, offset=offset)
+        )
+        payload.append(data)
+        offset += data.size + (-data.size % 8)
+    head = s.ConstantSectionV00.build(dict(version=s.CONST00, count=count, metadata=metas))
+    out = bytearray(len(head) + offset)
+    out[: len(head)] = head
+    pos = len(head)
+    for data, meta in zip(payload, metas):
+        out[pos + meta["offset"] : pos + meta["offset"] + data.size] = memoryview(data)
+    return bytes(out)
+
+
+def _legacy_constants(vgf: VGF) -> bytes:
+    b = Builder(1024 + sum(c.data.size + 64 for c in vgf.constants))
+    tables = []
+    for c in vgf.constants:
+        data = np.ascontiguousarray(c.data).view(np.uint8).reshape(-1)
+        b.force_vector_alignment(data.size, 1, 8)
+        raw = b.create_scalar_vector(u8, data)
+        tables.append(
+            s.ConstantData.build_into(
+                b, mrt_index=c.mrt_index, sparsity_dimension=c.sparsity_dimension, raw=raw
+            )
+        )
+    return b.finish(s.ConstantSection.build_into(b, data=b.create_offset_vector(tables)))

@@ -1,0 +1,97 @@
+"""TOSA activation functions (specification chapter "Activation Functions")."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ._common import (FLOATS, I8, I16, NAN_PROPAGATE, expect_dtype, expect_nan_mode,
+                      expect_same_dtype, expect_shape, fail, float_op, int_max, int_min,
+                      result_type, tensor_type)
+from .registry import tosa_op
+
+_ERF_TERMS = 80
+_ERF_SERIES_LIMIT = 4.0  # beyond it erf(x) rounds to +-1 in every TOSA float type
+
+
+def _erf64(x: np.ndarray) -> np.ndarray:
+    """erf in float64 from its Maclaurin series (|x| < 4) and +-1 beyond."""
+    x = np.asarray(x, dtype=np.float64)
+    inner = np.clip(x, -_ERF_SERIES_LIMIT, _ERF_SERIES_LIMIT)
+    x2 = inner * inner
+    term = inner.copy()
+    total = inner.copy()
+    for n in range(1, _ERF_TERMS):
+        term = term * (-x2) / n
+        total = total + term / (2 * n + 1)
+    series = total * (2.0 / math.sqrt(math.pi))
+    return np.where(np.abs(x) < _ERF_SERIES_LIMIT, series, np.sign(x))
+
+
+def _check_float_unary(op: str, result: object, input: object) -> None:
+    res = result_type(op, result)
+    t = tensor_type(op, "input", input)
+    expect_dtype(op, "input", t, FLOATS)
+    expect_same_dtype(op, "result", res, "input", t)
+    expect_shape(op, "result", res, t.shape)
+
+
+@tosa_op("CLAMP")
+def clamp(*, min_val: float | int, max_val: float | int, nan_mode: int,
+          input: np.ndarray) -> np.ndarray:  # noqa: A002  (spec name)
+    if input.dtype in FLOATS:
+        if nan_mode == NAN_PROPAGATE:
+            return float_op(lambda x: np.minimum(np.maximum(x, min_val), max_val), input.dtype, input)
+        return float_op(lambda x: np.fmin(np.fmax(x, min_val), max_val), input.dtype, input)
+    return np.clip(input, min_val, max_val).astype(input.dtype)
+
+
+@clamp.check
+def _clamp_check(result, *, min_val, max_val, nan_mode, input):  # noqa: A002
+    op = "CLAMP"
+    res = result_type(op, result)
+    t = tensor_type(op, "input", input)
+    expect_dtype(op, "input", t, (I8, I16, *FLOATS))
+    expect_same_dtype(op, "result", res, "input", t)
+    expect_shape(op, "result", res, t.shape)
+    expect_nan_mode(op, nan_mode)
+    for name, value in (("min_val", min_val), ("max_val", max_val)):
+        if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
+            raise fail(op, f"{name} must be a number, got {value!r}")
+        if t.dtype in (I8, I16) and not (float(value).is_integer()
+                                         and int_min(t.dtype) <= value <= int_max(t.dtype)):
+            raise fail(op, f"{name} must be an integer in the range of {t.dtype}, got {value!r}")
+    if math.isnan(float(min_val)) or math.isnan(float(max_val)) or min_val > max_val:
+        raise fail(op, f"min_val {min_val} must not exceed max_val {max_val}")
+
+
+@tosa_op("ERF")
+def erf(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
+    with np.errstate(all="ignore"):
+        return _erf64(np.asarray(input, dtype=np.float32)).astype(np.float32).astype(input.dtype)
+
+
+@erf.check
+def _erf_check(result, *, input):  # noqa: A002
+    _check_float_unary("ERF", result, input)
+
+
+@tosa_op("SIGMOID")
+def sigmoid(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
+    return float_op(lambda x: 1.0 / (1.0 + np.exp(-x)), input.dtype, input)
+
+
+@sigmoid.check
+def _sigmoid_check(result, *, input):  # noqa: A002
+    _check_float_unary("SIGMOID", result, input)
+
+
+@tosa_op("TANH")
+def tanh(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
+    return float_op(np.tanh, input.dtype, input)
+
+
+@tanh.check
+def _tanh_check(result, *, input):  # noqa: A002
+    _check_float_unary("TANH", result, input)

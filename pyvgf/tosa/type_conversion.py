@@ -1,0 +1,127 @@
+"""TOSA type conversion operators (specification chapter "Type Conversion"): CAST, RESCALE."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._common import (BF16, BOOL, FLOATS, FP8, FP16, FP32, I8, I16, I32, I48, INTS,
+                      apply_scale_16, apply_scale_32, const_array, dtype_name, expect_bool_attr,
+                      expect_dtype, expect_int_attr, expect_shape, fail, int_max, int_min,
+                      result_type, tensor_type)
+from .registry import tosa_op
+
+SINGLE_ROUND = 1
+INEXACT_ROUND = 2
+DOUBLE_ROUND = 3
+
+_CASTS: dict[np.dtype, tuple[np.dtype, ...]] = {
+    BOOL: INTS,
+    I8: (BOOL, I16, I32, *FLOATS),
+    I16: (BOOL, I8, I32, *FLOATS),
+    I32: (BOOL, I8, I16, *FLOATS),
+    FP16: (*INTS, FP32, *FP8),
+    BF16: (*INTS, FP32, *FP8),
+    FP32: (*INTS, FP16, BF16, *FP8),
+    **{fp8: (FP16, BF16, FP32) for fp8 in FP8},
+}
+
+
+@tosa_op("CAST")
+def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A002
+    """CAST needs the declared result element type: the interpreter passes it as result_dtype."""
+    out = np.dtype(result_dtype)
+    src = input.dtype
+    if src == BOOL or src in INTS and out in INTS:
+        return input.astype(out)  # integer narrowing truncates, widening sign-extends
+    if out == BOOL:
+        return input != 0
+    wide = input.astype(np.float32)
+    if out in INTS:
+        with np.errstate(invalid="ignore"):
+            rounded = np.rint(np.nan_to_num(wide, nan=0.0))
+        return np.clip(rounded, int_min(out), int_max(out)).astype(out)
+    return wide.astype(out)
+
+
+@cast.check
+def _cast_check(result, *, input, result_dtype=None):  # noqa: A002
+    op = "CAST"
+    res = result_type(op, result)
+    t = tensor_type(op, "input", input)
+    expect_dtype(op, "input", t, tuple(_CASTS))
+    expect_dtype(op, "result", res, _CASTS[np.dtype(t.dtype)])
+    expect_shape(op, "result", res, t.shape)
+
+
+def _zero_point(value: np.ndarray, dtype: np.dtype, unsigned: bool) -> int:
+    zp = int(np.asarray(value).reshape(-1)[0])
+    return zp & ((1 << (8 * dtype.itemsize)) - 1) if unsigned else zp
+
+
+@tosa_op("RESCALE")
+def rescale(*, scale32: bool, rounding_mode: int, per_channel: bool, input_unsigned: bool,
+            output_unsigned: bool, input: np.ndarray, multiplier: np.ndarray,  # noqa: A002
+            shift: np.ndarray, input_zp: np.ndarray, output_zp: np.ndarray) -> np.ndarray:
+    in_dtype = input.dtype
+    out_dtype = np.asarray(output_zp).dtype
+    value = input.astype(np.int64)
+    if input_unsigned:
+        value &= (1 << (8 * in_dtype.itemsize)) - 1
+    value -= _zero_point(input_zp, in_dtype, input_unsigned)
+    mult = np.asarray(multiplier, dtype=np.int64).reshape(-1)
+    shifts = np.asarray(shift, dtype=np.int64).reshape(-1)
+    if not per_channel:
+        mult, shifts = mult[:1], shifts[:1]
+    if scale32:
+        scaled = apply_scale_32(value, mult, shifts, rounding_mode == DOUBLE_ROUND)
+    else:
+        scaled = apply_scale_16(value, mult, shifts)
+    scaled = scaled + _zero_point(output_zp, out_dtype, output_unsigned)
+    if output_unsigned:
+        bits = 8 * out_dtype.itemsize
+        return np.clip(scaled, 0, (1 << bits) - 1).astype(np.uint64).astype(
+            np.dtype(f"u{out_dtype.itemsize}")).view(out_dtype)
+    return np.clip(scaled, int_min(out_dtype), int_max(out_dtype)).astype(out_dtype)
+
+
+@rescale.check
+def _rescale_check(result, *, scale32, rounding_mode, per_channel, input_unsigned,
+                   output_unsigned, input, multiplier, shift, input_zp, output_zp):  # noqa: A002
+    op = "RESCALE"
+    res = result_type(op, result)
+    t = tensor_type(op, "input", input)
+    expect_dtype(op, "input", t, (I8, I16, I32, I48))
+    expect_dtype(op, "result", res, (I8, I16, I32))
+    expect_shape(op, "result", res, t.shape)
+    scale32 = expect_bool_attr(op, "scale32", scale32)
+    per_channel = expect_bool_attr(op, "per_channel", per_channel)
+    in_u = expect_bool_attr(op, "input_unsigned", input_unsigned)
+    out_u = expect_bool_attr(op, "output_unsigned", output_unsigned)
+    mode = expect_int_attr(op, "rounding_mode", rounding_mode)
+    if mode not in (SINGLE_ROUND, INEXACT_ROUND, DOUBLE_ROUND):
+        raise fail(op, f"rounding_mode must be 1, 2 or 3, got {mode}")
+    if mode == DOUBLE_ROUND and not scale32:
+        raise fail(op, "rounding_mode DOUBLE_ROUND needs scale32")
+    if scale32 and t.dtype == I48:
+        raise fail(op, "scale32 must be false for an i48 input")
+    if in_u and out_u:
+        raise fail(op, "input_unsigned and output_unsigned cannot both be true")
+    if in_u and t.dtype not in (I8, I16):
+        raise fail(op, f"input_unsigned needs an i8 or i16 input, got {dtype_name(t.dtype)}")
+    if out_u and res.dtype not in (I8, I16):
+        raise fail(op, f"output_unsigned needs an i8 or i16 result, got {dtype_name(res.dtype)}")
+    if per_channel and t.rank < 1:
+        raise fail(op, "per_channel needs an input of rank 1 or more")
+    channels = t.shape[-1] if per_channel else 1
+    const_array(op, "multiplier", multiplier, I32 if scale32 else I16, channels)
+    shifts = const_array(op, "shift", shift, I8, channels)
+    if shifts is not None and ((shifts < 2) | (shifts > 62)).any():
+        raise fail(op, f"shift values must lie in [2, 62], got {shifts.tolist()}")
+    for name, zp, dtype, unsigned in (("input_zp", input_zp, t.dtype, in_u),
+                                      ("output_zp", output_zp, res.dtype, out_u)):
+        values = const_array(op, name, zp, dtype, 1)
+        if values is None or values[0] == 0 or dtype == I8:
+            continue
+        if not (dtype == I16 and unsigned and _zero_point(values, dtype, True) == 32768):
+            raise fail(op, f"{name} must be 0 for {dtype_name(dtype)}"
+                           f"{' (or 32768 when unsigned)' if dtype == I16 else ''}, got {values[0]}")
