@@ -14,23 +14,7 @@ import numpy as np
 import pytest
 
 from pyvgf.errors import HalError
-from pyvgf.format.model import (
-    VGF,
-    BindingSlot,
-    Category,
-    CodeType,
-    Constant,
-    ConstantBinding,
-    DescriptorSetInfo,
-    DescriptorType,
-    Format,
-    ModelSequence,
-    Module,
-    ModuleType,
-    Resource,
-    Segment,
-    numpy_dtype,
-)
+from pyvgf.format.model import VGF, Category, ModuleType, numpy_dtype
 
 
 @functools.cache
@@ -58,92 +42,10 @@ def require_vulkan() -> None:
         pytest.skip(reason)
 
 
-# -- reading a VGF (through vgf_dump until pyvgf.format.read is on main) -------------------
-
-
-def _dump(path: Path, *args: str) -> bytes:
-    return subprocess.run(["vgf_dump", "-i", str(path), *args], check=True, capture_output=True).stdout
-
-
-def _descriptor_type(name: str) -> int:
-    if name == "none":
-        return DescriptorType.NONE
-    return int(DescriptorType[name.removeprefix("VK_DESCRIPTOR_TYPE_")])
-
-
 def read_vgf(path: Path) -> VGF:
-    """The VGF object model of a file: pyvgf.format.read when present, else built from
-    Arm's vgf_dump (JSON, --dump-spirv, --dump-constant)."""
-    try:
-        from pyvgf.format import read  # type: ignore[attr-defined]
-    except ImportError:
-        read = None
-    if read is not None:
-        return read(Path(path).read_bytes())
-    d = json.loads(_dump(path))
-    tmp = Path(os.environ.get("TMPDIR", "/tmp")) / f"pyvgf-vk-{os.getpid()}"
-    tmp.mkdir(exist_ok=True)
-    modules = []
-    for m in d["modules"]:
-        out = tmp / f"m{m['index']}.spv"
-        _dump(path, "--dump-spirv", str(m["index"]), "-o", str(out))
-        modules.append(
-            Module(
-                type=ModuleType[m["type"]],
-                name=m["name"],
-                entry_point=m["entry_point"],
-                code_type=CodeType.SPIRV,
-                code=np.fromfile(out, dtype="<u4"),
-            )
-        )
-    resources = [
-        Resource(
-            descriptor_type=_descriptor_type(r["vk_descriptor_type"]),
-            format=int(Format[r["vk_format"].removeprefix("VK_FORMAT_")]),
-            category=Category[r["category"]],
-            shape=list(r["shape"]),
-        )
-        for r in d["resources"]
-    ]
-    constants = []
-    for c in d["constants"]:
-        out = tmp / f"c{c['index']}.bin"
-        _dump(path, "--dump-constant", str(c["index"]), "-o", str(out))
-        constants.append(Constant(c["mrt_index"], np.fromfile(out, dtype=np.uint8), c["sparsity_dimension"]))
+    from pyvgf.format import read
 
-    def slots(items):
-        return [BindingSlot(s["binding"], s["mrt_index"]) for s in items]
-
-    seq = d["model_sequence"]
-    segments = [
-        Segment(
-            type=ModuleType[s["type"]],
-            name=s["name"],
-            module_index=s["module_index"],
-            set_infos=[DescriptorSetInfo(slots(i["bindings"]), i["set_index"]) for i in s["descriptor_set_infos"]],
-            inputs=slots(s["inputs"]),
-            outputs=slots(s["outputs"]),
-            constants=list(s["constants"]),
-            dispatch_shape=list(s["dispatch_shape"]),
-            constant_bindings=[
-                ConstantBinding(b["graph_constant_id"], b["constant_table_index"]) for b in s.get("constant_bindings", [])
-            ],
-        )
-        for s in seq["segments"]
-    ]
-    shutil.rmtree(tmp, ignore_errors=True)
-    return VGF(
-        modules=modules,
-        sequence=ModelSequence(
-            segments=segments,
-            inputs=slots(seq["inputs"]),
-            outputs=slots(seq["outputs"]),
-            input_names=[s["name"] for s in seq["inputs"]],
-            output_names=[s["name"] for s in seq["outputs"]],
-        ),
-        resources=resources,
-        constants=constants,
-    )
+    return read(Path(path))
 
 
 # -- running graph segments on the backend's objects ---------------------------------------

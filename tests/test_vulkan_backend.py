@@ -176,3 +176,12 @@ def test_doctor_report_names_device_and_extension_origin():
     assert "device 0:" in text
     assert "VK_ARM_tensors: " in text and "VK_ARM_data_graph: " in text
     assert "pyvgf uses device" in text
+
+
+def test_doctor_command(capsys):
+    require_vulkan()
+    from pyvgf.cli import main
+
+    assert main(["doctor"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("Vulkan backend") and "status: ready" in out

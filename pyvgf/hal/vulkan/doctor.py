@@ -10,6 +10,11 @@ from .context import VulkanContext, VulkanInstance, native_arm_extensions
 def report() -> str:
     """A plain-text report: loader, emulation layer, each device with its driver, whether
     the ARM extensions are native or emulated, what it lacks, and which device pyvgf uses."""
+    return diagnose()[0]
+
+
+def diagnose() -> tuple[str, bool]:
+    """(the report, whether pyvgf can run on Vulkan here)."""
     lines = ["Vulkan backend"]
     try:
         from ._vk import vk
@@ -19,7 +24,7 @@ def report() -> str:
         lines.append(f"  loader: libvulkan, instance version {version >> 22}.{(version >> 12) & 0x3FF}.{version & 0xFFF}")
     except HalError as exc:
         lines.append(f"  not usable: {exc}")
-        return "\n".join(lines)
+        return "\n".join(lines), False
     el = layers.find_emulation_layer()
     if el is None:
         lines.append("  emulation layer: not installed (pip install ai-ml-emulation-layer-for-vulkan)")
@@ -30,14 +35,14 @@ def report() -> str:
         instance = VulkanInstance()
     except HalError as exc:
         lines.append(f"  not usable: {exc}")
-        return "\n".join(lines)
+        return "\n".join(lines), False
     try:
         if instance.layers:
             lines.append(f"  layers: {' > '.join(instance.layers)} (application side first)")
         reports = instance.reports()
     except HalError as exc:
         lines.append(f"  not usable: {exc}")
-        return "\n".join(lines)
+        return "\n".join(lines), False
     finally:
         instance.destroy()
     for r in reports:
@@ -58,8 +63,8 @@ def report() -> str:
         ctx = VulkanContext()
     except HalError as exc:
         lines.append(f"  pyvgf cannot use Vulkan here: {exc}")
-    else:
-        mode = "emulated" if ctx.uses_emulation else "native"
-        lines.append(f"  pyvgf uses device {ctx.report.index} ({ctx.report.name}), ARM ML extensions {mode}")
-        ctx.destroy()
-    return "\n".join(lines)
+        return "\n".join(lines), False
+    mode = "emulated" if ctx.uses_emulation else "native"
+    lines.append(f"  pyvgf uses device {ctx.report.index} ({ctx.report.name}), ARM ML extensions {mode}")
+    ctx.destroy()
+    return "\n".join(lines), True
