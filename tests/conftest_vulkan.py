@@ -55,11 +55,19 @@ class GraphModel:
     """Every Vulkan object a graph-only VGF needs, made once; run() many times."""
 
     def __init__(self, ctx, vgf: VGF):
-        from pyvgf.hal.vulkan import commands, pipelines, tensors
-
         self.ctx = ctx
         self.vgf = vgf
         self.objects: list = []
+        try:
+            self._build()
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _build(self) -> None:
+        from pyvgf.hal.vulkan import commands, pipelines, tensors
+
+        ctx, vgf = self.ctx, self.vgf
         tensor_type = 1000460000
         self.tensors = {}
         for i, r in enumerate(vgf.resources):
@@ -90,6 +98,7 @@ class GraphModel:
             module = vgf.modules[seg.module_index]
             pipe = self._own(pipelines.DataGraphPipeline(ctx, module.code, module.entry_point, pl, resources, consts, label=seg.name))
             session = self._own(pipelines.DataGraphSession(ctx, pipe))
+            session.bind_own_memory()
             if k:
                 self.cmd.tensor_barrier([self.tensors[s.mrt_index] for s in seg.inputs])
             self.cmd.dispatch_graph(pipe, pl, sets, session)
@@ -198,8 +207,10 @@ def chained_add(ctx, vgf: VGF, a: np.ndarray, b: np.ndarray, pipelines_seen: set
             if pipelines_seen is not None:
                 pipelines_seen.add(int(ctx_ffi().cast("uintptr_t", pipe.handle)))
             session = pipelines.DataGraphSession(ctx, pipe)
+            objs.append(session)
+            session.bind_own_memory()
             ds = pipelines.DescriptorSet(ctx, layout)
-            objs += [session, ds]
+            objs.append(ds)
             for binding, t in enumerate((x, y, z)):
                 ds.write(binding, t)
             if k:

@@ -178,6 +178,12 @@ typedef struct VkTensorCopyARM {
     const uint64_t* pExtent;
 } VkTensorCopyARM;
 
+typedef struct VkDeviceTensorMemoryRequirementsARM {
+    VkStructureType sType;
+    const void* pNext;
+    const VkTensorCreateInfoARM* pCreateInfo;
+} VkDeviceTensorMemoryRequirementsARM;
+
 typedef struct VkCopyTensorInfoARM {
     VkStructureType sType;
     const void* pNext;
@@ -198,6 +204,8 @@ typedef void (*PFN_vkGetTensorMemoryRequirementsARM)(VkDevice,
     const VkTensorMemoryRequirementsInfoARM*, VkMemoryRequirements2*);
 typedef VkResult (*PFN_vkBindTensorMemoryARM)(VkDevice, uint32_t,
     const VkBindTensorMemoryInfoARM*);
+typedef void (*PFN_vkGetDeviceTensorMemoryRequirementsARM)(VkDevice,
+    const VkDeviceTensorMemoryRequirementsARM*, VkMemoryRequirements2*);
 typedef void (*PFN_vkCmdCopyTensorARM)(VkCommandBuffer, const VkCopyTensorInfoARM*);
 
 /* VK_ARM_data_graph */
@@ -362,6 +370,7 @@ DEVICE_FUNCTIONS = (
     "vkDestroyTensorViewARM",
     "vkGetTensorMemoryRequirementsARM",
     "vkBindTensorMemoryARM",
+    "vkGetDeviceTensorMemoryRequirementsARM",
     "vkCmdCopyTensorARM",
     "vkCreateDataGraphPipelinesARM",
     "vkCreateDataGraphPipelineSessionARM",
@@ -387,6 +396,7 @@ STRUCTURE_TYPE_TENSOR_DESCRIPTION_ARM = 1000460006
 STRUCTURE_TYPE_TENSOR_MEMORY_REQUIREMENTS_INFO_ARM = 1000460007
 STRUCTURE_TYPE_TENSOR_MEMORY_BARRIER_ARM = 1000460008
 STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_FEATURES_ARM = 1000460009
+STRUCTURE_TYPE_DEVICE_TENSOR_MEMORY_REQUIREMENTS_ARM = 1000460010
 STRUCTURE_TYPE_COPY_TENSOR_INFO_ARM = 1000460011
 STRUCTURE_TYPE_TENSOR_COPY_ARM = 1000460012
 STRUCTURE_TYPE_TENSOR_DEPENDENCY_INFO_ARM = 1000460013

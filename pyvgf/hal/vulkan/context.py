@@ -432,29 +432,38 @@ class VulkanContext:
 
     # -- memory -----------------------------------------------------------------------------
 
-    def memory_type(self, type_bits: int, *, host_visible: bool) -> int:
-        """The index of a memory type allowed by `type_bits`: host-visible and coherent when
-        asked (device-local preferred among those), else device-local preferred."""
+    def memory_types_for(self, type_bits: int, *, host_visible: bool) -> list[int]:
+        """Indices of the memory types allowed by `type_bits`, best first: host-visible and
+        coherent only when asked; device-local before the rest."""
         mod = vk()
         want = mod.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | mod.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
         local = mod.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
         candidates = [i for i in range(len(self.memory_types)) if type_bits & (1 << i)]
         if host_visible:
             candidates = [i for i in candidates if self.memory_types[i][0] & want == want]
+        return sorted(candidates, key=lambda i: not self.memory_types[i][0] & local)
+
+    def allocate(self, size: int, type_bits: int, *, host_visible: bool) -> tuple[Any, int]:
+        """(VkDeviceMemory, memory type index) of `size` bytes; when the preferred
+        (device-local) heap is full, the next allowed type is tried."""
+        mod = vk()
+        candidates = self.memory_types_for(type_bits, host_visible=host_visible)
         if not candidates:
             kind = "host-visible coherent " if host_visible else ""
             raise HalError(f"no {kind}memory type fits the bits {type_bits:#x} on {self.report.name}")
-        candidates.sort(key=lambda i: not self.memory_types[i][0] & local)
-        return candidates[0]
-
-    def allocate(self, size: int, type_bits: int, *, host_visible: bool) -> Any:
-        mod = vk()
-        info = mod.VkMemoryAllocateInfo(
-            allocationSize=size, memoryTypeIndex=self.memory_type(type_bits, host_visible=host_visible)
-        )
-        memory = call("vkAllocateMemory", mod.vkAllocateMemory, self.device, info, None)
-        self.live["VkDeviceMemory"] += 1
-        return memory
+        failure = None
+        for index in candidates:
+            info = mod.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=index)
+            try:
+                memory = mod.vkAllocateMemory(self.device, info, None)
+            except (mod.VkErrorOutOfDeviceMemory, mod.VkErrorOutOfHostMemory) as exc:
+                failure = exc
+                continue
+            except mod.VkError as exc:
+                raise HalError(f"vkAllocateMemory of {size} bytes failed: {type(exc).__name__}") from exc
+            self.live["VkDeviceMemory"] += 1
+            return memory, index
+        raise HalError(f"vkAllocateMemory of {size} bytes failed in every allowed memory type: {type(failure).__name__}")
 
     def free(self, memory: Any) -> None:
         vk().vkFreeMemory(self.device, memory, None)

@@ -12,7 +12,7 @@ from . import _ffi
 from ._ffi import ffi
 from ._vk import call, check, keep_alive, new_array, new_struct, to_arm, to_vk, vk
 from .context import VulkanContext
-from .tensors import Buffer, Tensor, element_size, tensor_description, tensor_views
+from .tensors import DEFAULT_USAGE, Buffer, Memory, Tensor, element_size, packed_strides, tensor_description, tensor_views
 
 
 class DescriptorSetLayout:
@@ -159,6 +159,9 @@ class GraphResource:
     binding: int
     format: int
     shape: tuple[int, ...]
+    strides: tuple[int, ...] | None = None
+    usage: int = DEFAULT_USAGE
+    tiling: int = _ffi.TENSOR_TILING_LINEAR_ARM
 
 
 @dataclass
@@ -170,6 +173,7 @@ class GraphConstant:
     shape: tuple[int, ...]
     data: np.ndarray
     sparsity_dimension: int = -1
+    strides: tuple[int, ...] | None = None
 
 
 class DataGraphPipeline:
@@ -201,7 +205,7 @@ class DataGraphPipeline:
             new_struct(
                 "VkDataGraphPipelineResourceInfoARM",
                 sType=_ffi.STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_RESOURCE_INFO_ARM,
-                pNext=tensor_description(r.format, r.shape),
+                pNext=tensor_description(r.format, r.shape, r.strides, usage=r.usage, tiling=r.tiling),
                 descriptorSet=r.set,
                 binding=r.binding,
                 arrayElement=0,
@@ -210,7 +214,7 @@ class DataGraphPipeline:
         ]
         consts = []
         for c in constants:
-            desc = tensor_description(c.format, c.shape, _ffi.TENSOR_USAGE_DATA_GRAPH_BIT_ARM)
+            desc = tensor_description(c.format, c.shape, c.strides, usage=_ffi.TENSOR_USAGE_DATA_GRAPH_BIT_ARM)
             if c.sparsity_dimension >= 0:
                 sparsity = new_struct(
                     "VkDataGraphPipelineConstantTensorSemiStructuredSparsityInfoARM",
@@ -221,9 +225,10 @@ class DataGraphPipeline:
                 )
                 desc.pNext = sparsity
                 keep_alive(desc, sparsity)
-            data = np.ascontiguousarray(c.data).view(np.uint8)
-            expected = int(np.prod(c.shape or (1,), dtype=np.int64)) * element_size(c.format)
-            if data.nbytes != expected:
+            data = np.ascontiguousarray(c.data).reshape(-1).view(np.uint8)
+            strides = c.strides or packed_strides(c.format, c.shape)
+            expected = sum((d - 1) * s for d, s in zip(c.shape, strides)) + element_size(c.format)
+            if data.nbytes < expected:
                 raise HalError(
                     f"{self.label}: graph constant {c.id} has {data.nbytes} bytes, its description {c.shape} format {c.format} needs {expected}"
                 )
@@ -271,52 +276,49 @@ class DataGraphPipeline:
 
 
 class DataGraphSession:
-    """A VkDataGraphPipelineSessionARM with memory bound at every bind point it asks for."""
+    """A VkDataGraphPipelineSessionARM: its bind point requirements, and memory bound to them."""
 
     def __init__(self, ctx: VulkanContext, pipeline: DataGraphPipeline):
         self.ctx = ctx
         self.pipeline = pipeline
         self.handle = None
-        self.memories: list[Any] = []
-        try:
-            self._create()
-        except BaseException:
-            self.destroy()
-            raise
-
-    def _create(self) -> None:
-        ctx, fn = self.ctx, self.ctx.fn
+        self._own: list[Memory] = []
         info = new_struct(
             "VkDataGraphPipelineSessionCreateInfoARM",
             sType=_ffi.STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SESSION_CREATE_INFO_ARM,
             flags=0,
-            dataGraphPipeline=to_arm("VkPipeline", self.pipeline.handle),
+            dataGraphPipeline=to_arm("VkPipeline", pipeline.handle),
         )
         out = ffi.new("VkDataGraphPipelineSessionARM*")
-        check(fn.vkCreateDataGraphPipelineSessionARM(ctx.arm_device, info, ffi.NULL, out), "vkCreateDataGraphPipelineSessionARM")
+        check(ctx.fn.vkCreateDataGraphPipelineSessionARM(ctx.arm_device, info, ffi.NULL, out), "vkCreateDataGraphPipelineSessionARM")
         self.handle = out[0]
         ctx.live["VkDataGraphPipelineSessionARM"] += 1
-        req_info = new_struct(
+
+    def requirements(self) -> list[tuple[int, int]]:
+        """(bind point, number of objects) of every bind point (all of type MEMORY)."""
+        ctx, fn = self.ctx, self.ctx.fn
+        info = new_struct(
             "VkDataGraphPipelineSessionBindPointRequirementsInfoARM",
             sType=_ffi.STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SESSION_BIND_POINT_REQUIREMENTS_INFO_ARM,
             session=self.handle,
         )
         count = ffi.new("uint32_t*")
         what = "vkGetDataGraphPipelineSessionBindPointRequirementsARM"
-        check(fn.vkGetDataGraphPipelineSessionBindPointRequirementsARM(ctx.arm_device, req_info, count, ffi.NULL), what)
+        check(fn.vkGetDataGraphPipelineSessionBindPointRequirementsARM(ctx.arm_device, info, count, ffi.NULL), what)
         reqs = ffi.new("VkDataGraphPipelineSessionBindPointRequirementARM[]", count[0])
         for i in range(count[0]):
             reqs[i].sType = _ffi.STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SESSION_BIND_POINT_REQUIREMENT_ARM
-        check(fn.vkGetDataGraphPipelineSessionBindPointRequirementsARM(ctx.arm_device, req_info, count, reqs), what)
+        check(fn.vkGetDataGraphPipelineSessionBindPointRequirementsARM(ctx.arm_device, info, count, reqs), what)
+        out = []
         for i in range(count[0]):
-            req = reqs[i]
-            if req.bindPointType != _ffi.DATA_GRAPH_PIPELINE_SESSION_BIND_POINT_TYPE_MEMORY_ARM:
-                raise HalError(f"data graph session bind point {req.bindPoint} has type {req.bindPointType}, not memory")
-            for obj in range(req.numObjects):
-                self._bind_memory(req.bindPoint, obj)
+            if reqs[i].bindPointType != _ffi.DATA_GRAPH_PIPELINE_SESSION_BIND_POINT_TYPE_MEMORY_ARM:
+                raise HalError(f"data graph session bind point {reqs[i].bindPoint} has type {reqs[i].bindPointType}, not memory")
+            out.append((int(reqs[i].bindPoint), int(reqs[i].numObjects)))
+        return out
 
-    def _bind_memory(self, bind_point: int, obj: int) -> None:
-        ctx, fn = self.ctx, self.ctx.fn
+    def memory_requirements(self, bind_point: int, obj: int) -> tuple[int, int, int]:
+        """(size, alignment, memoryTypeBits) of one bind point object."""
+        ctx = self.ctx
         info = new_struct(
             "VkDataGraphPipelineSessionMemoryRequirementsInfoARM",
             sType=_ffi.STRUCTURE_TYPE_DATA_GRAPH_PIPELINE_SESSION_MEMORY_REQUIREMENTS_INFO_ARM,
@@ -325,22 +327,35 @@ class DataGraphSession:
             objectIndex=obj,
         )
         req = new_struct("VkMemoryRequirements2", sType=_ffi.STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2)
-        fn.vkGetDataGraphPipelineSessionMemoryRequirementsARM(ctx.arm_device, info, req)
-        size = int(req.memoryRequirements.size)
-        if size == 0:
-            return
-        memory = ctx.allocate(size, req.memoryRequirements.memoryTypeBits, host_visible=False)
-        self.memories.append(memory)
+        ctx.fn.vkGetDataGraphPipelineSessionMemoryRequirementsARM(ctx.arm_device, info, req)
+        r = req.memoryRequirements
+        return int(r.size), int(r.alignment), int(r.memoryTypeBits)
+
+    def bind(self, bind_point: int, obj: int, memory: Memory, offset: int) -> None:
+        """vkBindDataGraphPipelineSessionMemoryARM for one bind point object."""
+        size, alignment, type_bits = self.memory_requirements(bind_point, obj)
+        if not type_bits & (1 << memory.type_index):
+            raise HalError(f"session bind point {bind_point}[{obj}] cannot use memory type {memory.type_index} (allowed {type_bits:#x})")
         bind = new_struct(
             "VkBindDataGraphPipelineSessionMemoryInfoARM",
             sType=_ffi.STRUCTURE_TYPE_BIND_DATA_GRAPH_PIPELINE_SESSION_MEMORY_INFO_ARM,
             session=self.handle,
             bindPoint=bind_point,
             objectIndex=obj,
-            memory=to_arm("VkDeviceMemory", memory),
-            memoryOffset=0,
+            memory=to_arm("VkDeviceMemory", memory.handle),
+            memoryOffset=offset,
         )
-        check(fn.vkBindDataGraphPipelineSessionMemoryARM(ctx.arm_device, 1, bind), "vkBindDataGraphPipelineSessionMemoryARM")
+        check(self.ctx.fn.vkBindDataGraphPipelineSessionMemoryARM(self.ctx.arm_device, 1, bind), "vkBindDataGraphPipelineSessionMemoryARM")
+
+    def bind_own_memory(self) -> None:
+        """Allocate and bind memory of its own at every bind point object of non-zero size."""
+        for bind_point, count in self.requirements():
+            for obj in range(count):
+                size, _, type_bits = self.memory_requirements(bind_point, obj)
+                if size:
+                    memory = Memory(self.ctx, size, type_bits, label=f"session {bind_point}[{obj}]")
+                    self._own.append(memory)
+                    self.bind(bind_point, obj, memory, 0)
 
     def destroy(self) -> None:
         ctx = self.ctx
@@ -350,9 +365,9 @@ class DataGraphSession:
             ctx.fn.vkDestroyDataGraphPipelineSessionARM(ctx.arm_device, self.handle, ffi.NULL)
             self.handle = None
             ctx.live["VkDataGraphPipelineSessionARM"] -= 1
-        for memory in self.memories:
-            ctx.free(memory)
-        self.memories = []
+        for memory in self._own:
+            memory.destroy()
+        self._own = []
 
 
 class ComputePipeline:

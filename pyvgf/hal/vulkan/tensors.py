@@ -1,10 +1,10 @@
-"""VkTensorARM with its memory and view, and VkBuffer, both readable and writable by the host.
+"""Device memory, VkTensorARM (with its view) and VkBuffer, readable and writable by the host.
 
-Tensors use LINEAR tiling with packed strides, so their memory holds the elements in numpy's
-C order. Memory comes from a host-visible, coherent type (device-local preferred) and stays
-mapped for the tensor's life: writing an input is one copy into the mapping, reading an output
-one copy out of it; the fence wait and the host barrier recorded after the last dispatch make
-the device's writes visible.
+Memory comes from a host-visible, coherent type (device-local preferred) and stays mapped for
+its whole life. LINEAR tensors lay their elements out at the byte strides of their description,
+so writing an input is one numpy copy into the mapping and reading an output one copy out of it;
+the fence wait and the host barrier recorded at the end of every command buffer make the
+device's writes visible. Tensors and buffers bound to the same memory alias.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import HalError
 from . import _ffi
 from ._ffi import ffi
-from ._vk import check, new_array, new_struct, to_arm, vk
+from ._vk import call, check, new_array, new_struct, to_arm, vk
 from .context import VulkanContext
 
 ELEMENT_SIZE = {
@@ -46,58 +46,164 @@ def element_size(vk_format: int) -> int:
         raise HalError(f"VkFormat {vk_format} is not a tensor format pyvgf knows") from None
 
 
-def tensor_description(vk_format: int, shape: tuple[int, ...], usage: int = DEFAULT_USAGE) -> Any:
-    """A VkTensorDescriptionARM (LINEAR, packed) that keeps its dimension array alive."""
+def packed_strides(vk_format: int, shape: tuple[int, ...]) -> tuple[int, ...]:
+    strides, step = [], element_size(vk_format)
+    for dim in reversed(shape):
+        strides.append(step)
+        step *= dim
+    return tuple(reversed(strides))
+
+
+def tensor_description(
+    vk_format: int,
+    shape: tuple[int, ...],
+    strides: tuple[int, ...] | None = None,
+    usage: int = DEFAULT_USAGE,
+    tiling: int = _ffi.TENSOR_TILING_LINEAR_ARM,
+) -> Any:
+    """A VkTensorDescriptionARM that keeps its dimension and stride arrays alive
+    (strides None = packed)."""
     if not shape:
         shape = (1,)
     if any(d <= 0 for d in shape):
         raise HalError(f"tensor shape {shape} has a dimension that is not positive")
     element_size(vk_format)
     dims = ffi.new("int64_t[]", list(shape))
+    stride_array = ffi.new("int64_t[]", list(strides)) if strides is not None else ffi.NULL
     return new_struct(
         "VkTensorDescriptionARM",
         sType=_ffi.STRUCTURE_TYPE_TENSOR_DESCRIPTION_ARM,
-        tiling=_ffi.TENSOR_TILING_LINEAR_ARM,
+        tiling=tiling,
         format=vk_format,
         dimensionCount=len(shape),
         pDimensions=dims,
-        pStrides=ffi.NULL,
+        pStrides=stride_array,
         usage=usage,
     )
 
 
-class Tensor:
-    """A VkTensorARM bound to host-visible memory, with one VkTensorViewARM."""
+def _tensor_create_info(description: Any) -> Any:
+    return new_struct(
+        "VkTensorCreateInfoARM",
+        sType=_ffi.STRUCTURE_TYPE_TENSOR_CREATE_INFO_ARM,
+        pDescription=description,
+        sharingMode=0,
+    )
 
-    def __init__(self, ctx: VulkanContext, vk_format: int, shape: tuple[int, ...], *, label: str = ""):
+
+def tensor_memory_requirements(ctx: VulkanContext, description: Any) -> tuple[int, int, int]:
+    """(size, alignment, memoryTypeBits) of a tensor of `description`
+    (vkGetDeviceTensorMemoryRequirementsARM)."""
+    info = new_struct(
+        "VkDeviceTensorMemoryRequirementsARM",
+        sType=_ffi.STRUCTURE_TYPE_DEVICE_TENSOR_MEMORY_REQUIREMENTS_ARM,
+        pCreateInfo=_tensor_create_info(description),
+    )
+    req = new_struct("VkMemoryRequirements2", sType=_ffi.STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2)
+    ctx.fn.vkGetDeviceTensorMemoryRequirementsARM(ctx.arm_device, info, req)
+    r = req.memoryRequirements
+    return int(r.size), int(r.alignment), int(r.memoryTypeBits)
+
+
+BUFFER_USAGE = 0x1 | 0x2 | 0x10 | 0x20  # TRANSFER_SRC | TRANSFER_DST | UNIFORM | STORAGE
+
+
+def buffer_memory_requirements(ctx: VulkanContext, size: int, usage: int = BUFFER_USAGE) -> tuple[int, int, int]:
+    """(size, alignment, memoryTypeBits) of a buffer (vkGetDeviceBufferMemoryRequirements)."""
+    mod = vk()
+    create = mod.VkBufferCreateInfo(size=size, usage=usage, sharingMode=mod.VK_SHARING_MODE_EXCLUSIVE)
+    info = mod.VkDeviceBufferMemoryRequirements(pCreateInfo=create)
+    out = mod.ffi.new("VkMemoryRequirements2*", {"sType": mod.VK_STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2})
+    mod.vkGetDeviceBufferMemoryRequirements(ctx.device, info, out)
+    r = out.memoryRequirements
+    return int(r.size), int(r.alignment), int(r.memoryTypeBits)
+
+
+class Memory:
+    """VkDeviceMemory of a host-visible coherent type, mapped for its whole life."""
+
+    def __init__(self, ctx: VulkanContext, size: int, type_bits: int, *, label: str = ""):
+        self.ctx = ctx
+        self.size = int(size)
+        self.label = label
+        self.handle, self.type_index = ctx.allocate(self.size, type_bits, host_visible=True)
+        try:
+            self.mapped = call("vkMapMemory", vk().vkMapMemory, ctx.device, self.handle, 0, self.size, 0)
+        except BaseException:
+            ctx.free(self.handle)
+            self.handle = None
+            raise
+
+    def array(self, shape: tuple[int, ...], dtype: np.dtype, offset: int, strides: tuple[int, ...]) -> np.ndarray:
+        """A writable numpy view of the mapped bytes (no copy)."""
+        return np.ndarray(shape, dtype, buffer=self.mapped, offset=offset, strides=strides)
+
+    def bytes(self, offset: int, size: int) -> np.ndarray:
+        return np.frombuffer(self.mapped, np.uint8, count=size, offset=offset)
+
+    def destroy(self) -> None:
+        if self.handle is not None and self.ctx.device is not None:
+            vk().vkUnmapMemory(self.ctx.device, self.handle)
+            self.mapped = None
+            self.ctx.free(self.handle)
+            self.handle = None
+
+
+def _bind_target(ctx: VulkanContext, memory: Memory | None, offset: int, req: tuple[int, int, int], what: str) -> tuple[Memory, int, bool]:
+    """The memory a resource is bound to: `memory` at `offset`, or new memory of its own."""
+    size, alignment, type_bits = req
+    if memory is None:
+        return Memory(ctx, size, type_bits, label=what), 0, True
+    if not type_bits & (1 << memory.type_index):
+        raise HalError(f"{what} cannot live in {memory.label or 'this memory'}: memory type {memory.type_index} is not in its allowed types {type_bits:#x}")
+    if offset % alignment or offset + size > memory.size:
+        raise HalError(f"{what} needs {size} bytes aligned to {alignment} at offset {offset} of {memory.size}-byte memory")
+    return memory, offset, False
+
+
+class Tensor:
+    """A VkTensorARM bound to host-visible memory (its own or shared), with one view."""
+
+    def __init__(
+        self,
+        ctx: VulkanContext,
+        vk_format: int,
+        shape: tuple[int, ...],
+        *,
+        strides: tuple[int, ...] | None = None,
+        usage: int = DEFAULT_USAGE,
+        tiling: int = _ffi.TENSOR_TILING_LINEAR_ARM,
+        memory: Memory | None = None,
+        offset: int = 0,
+        label: str = "",
+    ):
         self.ctx = ctx
         self.format = vk_format
         self.shape = tuple(int(d) for d in shape)
+        self.strides = tuple(strides) if strides is not None else None
+        self.usage = usage
+        self.tiling = tiling
         self.label = label
-        self.nbytes = int(np.prod(self.shape or (1,), dtype=np.int64)) * element_size(vk_format)
+        self.byte_strides = self.strides or packed_strides(vk_format, self.shape)
+        self.nbytes = sum((d - 1) * s for d, s in zip(self.shape, self.byte_strides)) + element_size(vk_format)
         self.handle = None
-        self.memory = None
         self.view = None
-        self._mapped = None
+        self.memory: Memory | None = None
+        self._owns_memory = False
         try:
-            self._create()
+            self._create(memory, offset)
         except BaseException:
             self.destroy()
             raise
 
     def description(self) -> Any:
         """A fresh VkTensorDescriptionARM equal to the one the tensor was created with."""
-        return tensor_description(self.format, self.shape)
+        return tensor_description(self.format, self.shape, self.strides, self.usage, self.tiling)
 
-    def _create(self) -> None:
-        ctx, fn, mod = self.ctx, self.ctx.fn, vk()
-        info = new_struct(
-            "VkTensorCreateInfoARM",
-            sType=_ffi.STRUCTURE_TYPE_TENSOR_CREATE_INFO_ARM,
-            pDescription=self.description(),
-            sharingMode=0,
-        )
+    def _create(self, memory: Memory | None, offset: int) -> None:
+        ctx, fn = self.ctx, self.ctx.fn
         out = ffi.new("VkTensorARM*")
+        info = _tensor_create_info(self.description())
         check(fn.vkCreateTensorARM(ctx.arm_device, info, ffi.NULL, out), f"vkCreateTensorARM({self.label})")
         self.handle = out[0]
         ctx.live["VkTensorARM"] += 1
@@ -108,14 +214,15 @@ class Tensor:
         )
         req = new_struct("VkMemoryRequirements2", sType=_ffi.STRUCTURE_TYPE_MEMORY_REQUIREMENTS_2)
         fn.vkGetTensorMemoryRequirementsARM(ctx.arm_device, req_info, req)
-        size = max(int(req.memoryRequirements.size), self.nbytes)
-        self.memory = ctx.allocate(size, req.memoryRequirements.memoryTypeBits, host_visible=True)
+        r = req.memoryRequirements
+        requirement = (max(int(r.size), self.nbytes), int(r.alignment), int(r.memoryTypeBits))
+        self.memory, self.offset, self._owns_memory = _bind_target(ctx, memory, offset, requirement, f"tensor {self.label}")
         bind = new_struct(
             "VkBindTensorMemoryInfoARM",
             sType=_ffi.STRUCTURE_TYPE_BIND_TENSOR_MEMORY_INFO_ARM,
             tensor=self.handle,
-            memory=to_arm("VkDeviceMemory", self.memory),
-            memoryOffset=0,
+            memory=to_arm("VkDeviceMemory", self.memory.handle),
+            memoryOffset=self.offset,
         )
         check(fn.vkBindTensorMemoryARM(ctx.arm_device, 1, bind), f"vkBindTensorMemoryARM({self.label})")
         view_info = new_struct(
@@ -128,27 +235,34 @@ class Tensor:
         check(fn.vkCreateTensorViewARM(ctx.arm_device, view_info, ffi.NULL, view), f"vkCreateTensorViewARM({self.label})")
         self.view = view[0]
         ctx.live["VkTensorViewARM"] += 1
-        self._mapped = mod.vkMapMemory(ctx.device, self.memory, 0, self.nbytes, 0)
+
+    def array(self, dtype: np.dtype | str = np.uint8) -> np.ndarray:
+        """A writable view of the tensor's elements in mapped memory (LINEAR tiling only)."""
+        if self.tiling != _ffi.TENSOR_TILING_LINEAR_ARM:
+            raise HalError(f"tensor {self.label}: OPTIMAL tiling has no host layout; copy it to a LINEAR tensor")
+        dtype = np.dtype(dtype)
+        if dtype.itemsize != element_size(self.format):
+            raise HalError(f"tensor {self.label}: {dtype} does not match the element size of VkFormat {self.format}")
+        return self.memory.array(self.shape, dtype, self.offset, self.byte_strides)
 
     def write(self, data: np.ndarray | bytes) -> None:
-        """Copy `data` (exactly the tensor's byte size, C order) into the tensor."""
-        raw = memoryview(np.ascontiguousarray(data)).cast("B") if isinstance(data, np.ndarray) else memoryview(data).cast("B")
-        if raw.nbytes != self.nbytes:
-            raise HalError(f"tensor {self.label or self.shape}: {raw.nbytes} bytes written, {self.nbytes} expected")
-        self._mapped[0 : self.nbytes] = raw
+        """Copy packed bytes (C order, exactly the tensor's element count) into the tensor."""
+        raw = np.frombuffer(memoryview(np.ascontiguousarray(data) if isinstance(data, np.ndarray) else data).cast("B"), np.uint8)
+        itemsize = element_size(self.format)
+        count = int(np.prod(self.shape, dtype=np.int64))
+        if raw.size != count * itemsize:
+            raise HalError(f"tensor {self.label or self.shape}: {raw.size} bytes written, {count * itemsize} expected")
+        self.array(f"V{itemsize}")[...] = raw.view(f"V{itemsize}").reshape(self.shape)
 
     def read(self) -> bytes:
-        """The tensor's bytes (C order)."""
-        return bytes(self._mapped[0 : self.nbytes])
+        """The tensor's elements, packed in C order."""
+        return np.ascontiguousarray(self.array(f"V{element_size(self.format)}")).tobytes()
 
     def destroy(self) -> None:
-        """Destroy the view and tensor and free the memory (idempotent)."""
-        ctx, mod = self.ctx, vk()
+        """Destroy the view and tensor, and free memory of its own (idempotent)."""
+        ctx = self.ctx
         if ctx.device is None:
             return
-        if self._mapped is not None:
-            mod.vkUnmapMemory(ctx.device, self.memory)
-            self._mapped = None
         if self.view is not None:
             ctx.fn.vkDestroyTensorViewARM(ctx.arm_device, self.view, ffi.NULL)
             self.view = None
@@ -157,63 +271,58 @@ class Tensor:
             ctx.fn.vkDestroyTensorARM(ctx.arm_device, self.handle, ffi.NULL)
             self.handle = None
             ctx.live["VkTensorARM"] -= 1
-        if self.memory is not None:
-            ctx.free(self.memory)
-            self.memory = None
+        if self._owns_memory and self.memory is not None:
+            self.memory.destroy()
+        self.memory = None
 
 
 class Buffer:
-    """A host-visible VkBuffer for storage-buffer bindings of compute segments."""
+    """A VkBuffer bound to host-visible memory (its own or shared)."""
 
-    def __init__(self, ctx: VulkanContext, size: int, *, label: str = ""):
+    def __init__(self, ctx: VulkanContext, size: int, *, usage: int = BUFFER_USAGE, memory: Memory | None = None, offset: int = 0, label: str = ""):
         mod = vk()
         self.ctx = ctx
         self.nbytes = int(size)
         self.label = label
         self.handle = None
-        self.memory = None
-        self._mapped = None
+        self.memory: Memory | None = None
+        self._owns_memory = False
         try:
-            info = mod.VkBufferCreateInfo(
-                size=max(self.nbytes, 4),
-                usage=mod.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT
-                | mod.VK_BUFFER_USAGE_TRANSFER_SRC_BIT
-                | mod.VK_BUFFER_USAGE_TRANSFER_DST_BIT,
-                sharingMode=mod.VK_SHARING_MODE_EXCLUSIVE,
-            )
-            self.handle = mod.vkCreateBuffer(ctx.device, info, None)
+            info = mod.VkBufferCreateInfo(size=self.nbytes, usage=usage, sharingMode=mod.VK_SHARING_MODE_EXCLUSIVE)
+            self.handle = call("vkCreateBuffer", mod.vkCreateBuffer, ctx.device, info, None)
             ctx.live["VkBuffer"] += 1
-            req = mod.vkGetBufferMemoryRequirements(ctx.device, self.handle)
-            self.memory = ctx.allocate(req.size, req.memoryTypeBits, host_visible=True)
-            mod.vkBindBufferMemory(ctx.device, self.handle, self.memory, 0)
-            self._mapped = mod.vkMapMemory(ctx.device, self.memory, 0, max(self.nbytes, 4), 0)
+            r = mod.vkGetBufferMemoryRequirements(ctx.device, self.handle)
+            requirement = (int(r.size), int(r.alignment), int(r.memoryTypeBits))
+            self.memory, self.offset, self._owns_memory = _bind_target(ctx, memory, offset, requirement, f"buffer {label}")
+            call("vkBindBufferMemory", mod.vkBindBufferMemory, ctx.device, self.handle, self.memory.handle, self.offset)
         except BaseException:
             self.destroy()
             raise
 
+    def array(self) -> np.ndarray:
+        """A writable flat uint8 view of the buffer in mapped memory."""
+        return self.memory.bytes(self.offset, self.nbytes)
+
     def write(self, data: np.ndarray | bytes) -> None:
-        raw = memoryview(np.ascontiguousarray(data)).cast("B") if isinstance(data, np.ndarray) else memoryview(data).cast("B")
-        if raw.nbytes != self.nbytes:
-            raise HalError(f"buffer {self.label}: {raw.nbytes} bytes written, {self.nbytes} expected")
-        self._mapped[0 : self.nbytes] = raw
+        raw = np.frombuffer(memoryview(np.ascontiguousarray(data) if isinstance(data, np.ndarray) else data).cast("B"), np.uint8)
+        if raw.size != self.nbytes:
+            raise HalError(f"buffer {self.label}: {raw.size} bytes written, {self.nbytes} expected")
+        self.array()[...] = raw
 
     def read(self) -> bytes:
-        return bytes(self._mapped[0 : self.nbytes])
+        return self.array().tobytes()
 
     def destroy(self) -> None:
-        ctx, mod = self.ctx, vk()
+        ctx = self.ctx
         if ctx.device is None:
             return
-        if self._mapped is not None:
-            mod.vkUnmapMemory(ctx.device, self.memory)
-            self._mapped = None
         if self.handle is not None:
-            mod.vkDestroyBuffer(ctx.device, self.handle, None)
+            vk().vkDestroyBuffer(ctx.device, self.handle, None)
             self.handle = None
             ctx.live["VkBuffer"] -= 1
-        if self.memory is not None:
-            ctx.free(self.memory)
-            self.memory = None
+        if self._owns_memory and self.memory is not None:
+            self.memory.destroy()
+        self.memory = None
 
 
 def tensor_views(tensors: list[Tensor]) -> Any:
