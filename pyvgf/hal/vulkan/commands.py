@@ -1,4 +1,4 @@
-"""Command buffers (graph and compute dispatches, barriers), fences and queue submission."""
+"""Command buffers (graph and compute dispatches, copies, barriers), fences and queue submission."""
 
 from __future__ import annotations
 
@@ -8,17 +8,24 @@ from ._ffi import ffi
 from ._vk import call, new_array, new_struct, result_name, to_arm, vk
 from .context import VulkanContext
 from .pipelines import ComputePipeline, DataGraphPipeline, DataGraphSession, DescriptorSet, PipelineLayout
-from .tensors import Tensor
+from .tensors import Buffer, Tensor
 
 GRAPH_STAGE = _ffi.PIPELINE_STAGE_2_DATA_GRAPH_BIT_ARM
 GRAPH_ACCESS = _ffi.ACCESS_2_DATA_GRAPH_READ_BIT_ARM | _ffi.ACCESS_2_DATA_GRAPH_WRITE_BIT_ARM
 
 
 def _stages() -> tuple[int, int, int, int]:
+    """(device stages, device accesses, host stage, host read) that barriers join."""
     mod = vk()
-    compute = mod.VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT
-    shader_access = mod.VK_ACCESS_2_SHADER_STORAGE_READ_BIT | mod.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT
-    return GRAPH_STAGE | compute, GRAPH_ACCESS | shader_access, mod.VK_PIPELINE_STAGE_2_HOST_BIT, mod.VK_ACCESS_2_HOST_READ_BIT
+    stages = GRAPH_STAGE | mod.VK_PIPELINE_STAGE_2_COMPUTE_SHADER_BIT | mod.VK_PIPELINE_STAGE_2_TRANSFER_BIT
+    access = (
+        GRAPH_ACCESS
+        | mod.VK_ACCESS_2_SHADER_STORAGE_READ_BIT
+        | mod.VK_ACCESS_2_SHADER_STORAGE_WRITE_BIT
+        | mod.VK_ACCESS_2_TRANSFER_READ_BIT
+        | mod.VK_ACCESS_2_TRANSFER_WRITE_BIT
+    )
+    return stages, access, mod.VK_PIPELINE_STAGE_2_HOST_BIT, mod.VK_ACCESS_2_HOST_READ_BIT
 
 
 class CommandBuffer:
@@ -47,38 +54,65 @@ class CommandBuffer:
         if not self._recording:
             raise HalError(f"{what}: the command buffer is not recording (call begin() first)")
 
-    def dispatch_graph(self, pipeline: DataGraphPipeline, layout: PipelineLayout, sets: dict[int, DescriptorSet], session: DataGraphSession) -> None:
-        """Bind a data graph pipeline and its descriptor sets, then dispatch the session."""
-        self._require_recording("dispatch_graph")
-        mod = vk()
-        point = _ffi.PIPELINE_BIND_POINT_DATA_GRAPH_ARM
-        mod.vkCmdBindPipeline(self.handle, point, pipeline.handle)
-        self._bind_sets(point, layout, sets)
+    def bind_pipeline(self, point: int, pipeline: DataGraphPipeline | ComputePipeline) -> None:
+        self._require_recording("bind_pipeline")
+        vk().vkCmdBindPipeline(self.handle, point, pipeline.handle)
+
+    def bind_set(self, point: int, layout: PipelineLayout, index: int, descriptor_set: DescriptorSet) -> None:
+        self._require_recording("bind_set")
+        vk().vkCmdBindDescriptorSets(self.handle, point, layout.handle, index, 1, [descriptor_set.handle], 0, None)
+
+    def dispatch_session(self, session: DataGraphSession) -> None:
+        """vkCmdDispatchDataGraphARM of the bound data graph pipeline."""
+        self._require_recording("dispatch_session")
         self.ctx.fn.vkCmdDispatchDataGraphARM(to_arm("VkCommandBuffer", self.handle), session.handle, ffi.NULL)
 
-    def dispatch_compute(
-        self,
-        pipeline: ComputePipeline,
-        layout: PipelineLayout,
-        sets: dict[int, DescriptorSet],
-        groups: tuple[int, int, int],
-        push_constants: bytes = b"",
-    ) -> None:
-        """Bind a compute pipeline and its descriptor sets, then vkCmdDispatch `groups`."""
-        self._require_recording("dispatch_compute")
-        mod = vk()
-        point = mod.VK_PIPELINE_BIND_POINT_COMPUTE
-        mod.vkCmdBindPipeline(self.handle, point, pipeline.handle)
-        self._bind_sets(point, layout, sets)
-        if push_constants:
-            data = mod.ffi.new("char[]", push_constants)
-            mod.vkCmdPushConstants(self.handle, layout.handle, mod.VK_SHADER_STAGE_COMPUTE_BIT, 0, len(push_constants), data)
-        mod.vkCmdDispatch(self.handle, *groups)
+    def dispatch(self, x: int, y: int, z: int) -> None:
+        self._require_recording("dispatch")
+        vk().vkCmdDispatch(self.handle, x, y, z)
 
-    def _bind_sets(self, point: int, layout: PipelineLayout, sets: dict[int, DescriptorSet]) -> None:
+    def push_constants(self, layout: PipelineLayout, stages: int, offset: int, data: bytes) -> None:
+        self._require_recording("push_constants")
         mod = vk()
+        mod.vkCmdPushConstants(self.handle, layout.handle, stages, offset, len(data), mod.ffi.new("char[]", data))
+
+    def copy_tensor(self, src: Tensor, dst: Tensor, regions: list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]) -> None:
+        """vkCmdCopyTensorARM of (src offset, dst offset, extent) regions, in elements."""
+        self._require_recording("copy_tensor")
+        items = [
+            new_struct(
+                "VkTensorCopyARM",
+                sType=_ffi.STRUCTURE_TYPE_TENSOR_COPY_ARM,
+                dimensionCount=len(extent),
+                pSrcOffset=ffi.new("uint64_t[]", list(src_off)),
+                pDstOffset=ffi.new("uint64_t[]", list(dst_off)),
+                pExtent=ffi.new("uint64_t[]", list(extent)),
+            )
+            for src_off, dst_off, extent in regions
+        ]
+        info = new_struct(
+            "VkCopyTensorInfoARM",
+            sType=_ffi.STRUCTURE_TYPE_COPY_TENSOR_INFO_ARM,
+            srcTensor=src.handle,
+            dstTensor=dst.handle,
+            regionCount=len(items),
+            pRegions=new_array("VkTensorCopyARM", items),
+        )
+        self.ctx.fn.vkCmdCopyTensorARM(to_arm("VkCommandBuffer", self.handle), info)
+
+    def copy_buffer(self, src: Buffer, dst: Buffer, src_offset: int, dst_offset: int, size: int) -> None:
+        self._require_recording("copy_buffer")
+        mod = vk()
+        region = mod.VkBufferCopy(srcOffset=src_offset, dstOffset=dst_offset, size=size)
+        mod.vkCmdCopyBuffer(self.handle, src.handle, dst.handle, 1, [region])
+
+    def dispatch_graph(self, pipeline: DataGraphPipeline, layout: PipelineLayout, sets: dict[int, DescriptorSet], session: DataGraphSession) -> None:
+        """Bind a data graph pipeline and its descriptor sets, then dispatch the session."""
+        point = _ffi.PIPELINE_BIND_POINT_DATA_GRAPH_ARM
+        self.bind_pipeline(point, pipeline)
         for index in sorted(sets):
-            mod.vkCmdBindDescriptorSets(self.handle, point, layout.handle, index, 1, [sets[index].handle], 0, None)
+            self.bind_set(point, layout, index, sets[index])
+        self.dispatch_session(session)
 
     def tensor_barrier(self, tensors: list[Tensor]) -> None:
         """Make the writes of earlier graph/compute work to `tensors` visible to later work."""
@@ -110,7 +144,8 @@ class CommandBuffer:
         mod.vkCmdPipelineBarrier2(self.handle, mod.VkDependencyInfo(pNext=dep))
 
     def memory_barrier(self) -> None:
-        """A global barrier between graph/compute work (buffers and aliased memory)."""
+        """A global barrier: every earlier graph, compute and transfer write is visible to every
+        later graph, compute and transfer access (tensors, buffers and aliased memory)."""
         self._require_recording("memory_barrier")
         mod = vk()
         stages, access, _, _ = _stages()

@@ -180,6 +180,7 @@ class VulkanInstance:
             raise HalError(f"emulation must be 'auto', 'always' or 'never', not {emulation!r}")
         self.live: Counter[str] = Counter() if live is None else live
         self.handle = None
+        self._users = 1
         self._messenger = None
         self._on_message = on_message
         self.uses_emulation = False
@@ -319,8 +320,21 @@ class VulkanInstance:
             device_type_code=p.deviceType,
         )
 
+    def acquire(self) -> VulkanInstance:
+        """One more user (an adapter, a device): destroy() takes effect after the last one."""
+        if self.handle is None:
+            raise HalError("the Vulkan instance was destroyed")
+        self._users += 1
+        return self
+
+    def release(self) -> None:
+        """One user fewer; the last one destroys the instance."""
+        self._users -= 1
+        if self._users <= 0:
+            self.destroy()
+
     def destroy(self) -> None:
-        """Destroy the messenger and instance (idempotent)."""
+        """Destroy the messenger and instance now (idempotent)."""
         mod = vk()
         if self.handle is None:
             return
@@ -335,13 +349,14 @@ class VulkanInstance:
 
 
 class VulkanContext:
-    """A VulkanInstance and a VkDevice ready for tensors and data graph pipelines
-    (arguments as for VulkanInstance, plus the physical device index; None picks the best
-    usable device: discrete GPU first, CPU last)."""
+    """A VkDevice ready for tensors and data graph pipelines, on a VulkanInstance of its own
+    (made from the other arguments) or on `instance`, shared; `device_index` picks the physical
+    device, None the best usable one (discrete GPU first, CPU last)."""
 
     def __init__(
         self,
         *,
+        instance: VulkanInstance | None = None,
         device_index: int | None = None,
         emulation: str = "auto",
         validation: bool = False,
@@ -350,7 +365,10 @@ class VulkanContext:
         mod = vk()
         self.live: Counter[str] = Counter()
         self.device = None
-        self.vi = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message, live=self.live)
+        if instance is None:
+            self.vi = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message, live=self.live)
+        else:
+            self.vi = instance.acquire()
         self.instance = self.vi.handle
         self.uses_emulation = self.vi.uses_emulation
         try:
@@ -483,8 +501,9 @@ class VulkanContext:
             mod.vkDestroyDevice(self.device, None)
             self.device = None
             self.live["VkDevice"] -= 1
-        self.vi.destroy()
-        self.instance = None
+        if self.instance is not None:
+            self.vi.release()
+            self.instance = None
 
     def live_objects(self) -> int:
         """How many Vulkan objects this context created and has not destroyed."""

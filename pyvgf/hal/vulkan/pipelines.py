@@ -12,21 +12,22 @@ from . import _ffi
 from ._ffi import ffi
 from ._vk import call, check, keep_alive, new_array, new_struct, to_arm, to_vk, vk
 from .context import VulkanContext
-from .tensors import DEFAULT_USAGE, Buffer, Memory, Tensor, element_size, packed_strides, tensor_description, tensor_views
+from .tensors import DEFAULT_USAGE, Buffer, Memory, Tensor, element_size, packed_strides, tensor_description
 
 
 class DescriptorSetLayout:
-    """A VkDescriptorSetLayout of (binding, VkDescriptorType) pairs, one descriptor each."""
+    """A VkDescriptorSetLayout of (binding, VkDescriptorType[, stage flags]) entries, one
+    descriptor each (stage flags default to VK_SHADER_STAGE_ALL)."""
 
-    def __init__(self, ctx: VulkanContext, bindings: list[tuple[int, int]]):
+    def __init__(self, ctx: VulkanContext, bindings: list[tuple[int, ...]]):
         mod = vk()
         self.ctx = ctx
-        self.bindings = list(bindings)
+        self.bindings = [(b[0], b[1]) for b in bindings]
         items = [
             mod.VkDescriptorSetLayoutBinding(
-                binding=b, descriptorType=t, descriptorCount=1, stageFlags=mod.VK_SHADER_STAGE_ALL
+                binding=b[0], descriptorType=b[1], descriptorCount=1, stageFlags=b[2] if len(b) > 2 else mod.VK_SHADER_STAGE_ALL
             )
-            for b, t in self.bindings
+            for b in bindings
         ]
         info = mod.VkDescriptorSetLayoutCreateInfo(bindingCount=len(items), pBindings=items or None)
         self.handle = call("vkCreateDescriptorSetLayout", mod.vkCreateDescriptorSetLayout, ctx.device, info, None)
@@ -46,6 +47,7 @@ class DescriptorSet:
         mod = vk()
         self.ctx = ctx
         self.layout = layout
+        self.handle = None
         counts: dict[int, int] = {}
         for _, t in layout.bindings:
             counts[t] = counts.get(t, 0) + 1
@@ -62,41 +64,52 @@ class DescriptorSet:
             self.destroy()
             raise
 
-    def write(self, binding: int, resource: Tensor | Buffer) -> None:
-        """Point `binding` at a tensor (TENSOR_ARM descriptor) or a buffer (STORAGE_BUFFER)."""
-        mod = vk()
+    def _kind(self, binding: int) -> int:
         kinds = dict(self.layout.bindings)
         if binding not in kinds:
             raise HalError(f"descriptor set has no binding {binding} (has {sorted(kinds)})")
+        return kinds[binding]
+
+    def write(self, binding: int, resource: Tensor | Buffer) -> None:
+        """Point `binding` at a tensor (its view) or a buffer."""
         if isinstance(resource, Tensor):
-            if kinds[binding] != _ffi.DESCRIPTOR_TYPE_TENSOR_ARM:
-                raise HalError(f"binding {binding} is descriptor type {kinds[binding]}, not a tensor")
-            views = tensor_views([resource])
-            ext = new_struct(
-                "VkWriteDescriptorSetTensorARM",
-                sType=_ffi.STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM,
-                tensorViewCount=1,
-                pTensorViews=views,
-            )
-            write = mod.VkWriteDescriptorSet(
-                pNext=ext,
-                dstSet=self.handle,
-                dstBinding=binding,
-                dstArrayElement=0,
-                descriptorCount=1,
-                descriptorType=_ffi.DESCRIPTOR_TYPE_TENSOR_ARM,
-            )
+            self.write_view(binding, resource.view)
         else:
-            if kinds[binding] != mod.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER:
-                raise HalError(f"binding {binding} is descriptor type {kinds[binding]}, not a storage buffer")
-            info = mod.VkDescriptorBufferInfo(buffer=resource.handle, offset=0, range=mod.VK_WHOLE_SIZE)
-            write = mod.VkWriteDescriptorSet(
-                dstSet=self.handle,
-                dstBinding=binding,
-                descriptorCount=1,
-                descriptorType=mod.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
-                pBufferInfo=[info],
-            )
+            self.write_buffer(binding, resource)
+
+    def write_view(self, binding: int, view: Any) -> None:
+        """Point a TENSOR_ARM binding at a VkTensorViewARM (VkWriteDescriptorSetTensorARM)."""
+        mod = vk()
+        kind = self._kind(binding)
+        if kind != _ffi.DESCRIPTOR_TYPE_TENSOR_ARM:
+            raise HalError(f"binding {binding} is descriptor type {kind}, not a tensor")
+        views = new_array("VkTensorViewARM", [view])
+        ext = new_struct(
+            "VkWriteDescriptorSetTensorARM",
+            sType=_ffi.STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM,
+            tensorViewCount=1,
+            pTensorViews=views,
+        )
+        write = mod.VkWriteDescriptorSet(
+            pNext=ext,
+            dstSet=self.handle,
+            dstBinding=binding,
+            dstArrayElement=0,
+            descriptorCount=1,
+            descriptorType=_ffi.DESCRIPTOR_TYPE_TENSOR_ARM,
+        )
+        mod.vkUpdateDescriptorSets(self.ctx.device, 1, [write], 0, None)
+
+    def write_buffer(self, binding: int, buffer: Buffer) -> None:
+        """Point a storage or uniform buffer binding at the whole of `buffer`."""
+        mod = vk()
+        kind = self._kind(binding)
+        if kind not in (mod.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, mod.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER):
+            raise HalError(f"binding {binding} is descriptor type {kind}, not a buffer")
+        info = mod.VkDescriptorBufferInfo(buffer=buffer.handle, offset=0, range=mod.VK_WHOLE_SIZE)
+        write = mod.VkWriteDescriptorSet(
+            dstSet=self.handle, dstBinding=binding, descriptorCount=1, descriptorType=kind, pBufferInfo=[info]
+        )
         mod.vkUpdateDescriptorSets(self.ctx.device, 1, [write], 0, None)
 
     def destroy(self) -> None:

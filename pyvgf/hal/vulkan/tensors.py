@@ -16,7 +16,7 @@ import numpy as np
 from ...errors import HalError
 from . import _ffi
 from ._ffi import ffi
-from ._vk import call, check, new_array, new_struct, to_arm, vk
+from ._vk import call, check, new_struct, to_arm, vk
 from .context import VulkanContext
 
 ELEMENT_SIZE = {
@@ -225,16 +225,7 @@ class Tensor:
             memoryOffset=self.offset,
         )
         check(fn.vkBindTensorMemoryARM(ctx.arm_device, 1, bind), f"vkBindTensorMemoryARM({self.label})")
-        view_info = new_struct(
-            "VkTensorViewCreateInfoARM",
-            sType=_ffi.STRUCTURE_TYPE_TENSOR_VIEW_CREATE_INFO_ARM,
-            tensor=self.handle,
-            format=self.format,
-        )
-        view = ffi.new("VkTensorViewARM*")
-        check(fn.vkCreateTensorViewARM(ctx.arm_device, view_info, ffi.NULL, view), f"vkCreateTensorViewARM({self.label})")
-        self.view = view[0]
-        ctx.live["VkTensorViewARM"] += 1
+        self.view = create_tensor_view(ctx, self)
 
     def array(self, dtype: np.dtype | str = np.uint8) -> np.ndarray:
         """A writable view of the tensor's elements in mapped memory (LINEAR tiling only)."""
@@ -264,9 +255,8 @@ class Tensor:
         if ctx.device is None:
             return
         if self.view is not None:
-            ctx.fn.vkDestroyTensorViewARM(ctx.arm_device, self.view, ffi.NULL)
+            destroy_tensor_view(ctx, self.view)
             self.view = None
-            ctx.live["VkTensorViewARM"] -= 1
         if self.handle is not None:
             ctx.fn.vkDestroyTensorARM(ctx.arm_device, self.handle, ffi.NULL)
             self.handle = None
@@ -274,6 +264,25 @@ class Tensor:
         if self._owns_memory and self.memory is not None:
             self.memory.destroy()
         self.memory = None
+
+
+def create_tensor_view(ctx: VulkanContext, tensor: Tensor) -> Any:
+    """A new VkTensorViewARM of the whole tensor, in its format."""
+    info = new_struct(
+        "VkTensorViewCreateInfoARM",
+        sType=_ffi.STRUCTURE_TYPE_TENSOR_VIEW_CREATE_INFO_ARM,
+        tensor=tensor.handle,
+        format=tensor.format,
+    )
+    view = ffi.new("VkTensorViewARM*")
+    check(ctx.fn.vkCreateTensorViewARM(ctx.arm_device, info, ffi.NULL, view), f"vkCreateTensorViewARM({tensor.label})")
+    ctx.live["VkTensorViewARM"] += 1
+    return view[0]
+
+
+def destroy_tensor_view(ctx: VulkanContext, view: Any) -> None:
+    ctx.fn.vkDestroyTensorViewARM(ctx.arm_device, view, ffi.NULL)
+    ctx.live["VkTensorViewARM"] -= 1
 
 
 class Buffer:
@@ -323,8 +332,3 @@ class Buffer:
         if self._owns_memory and self.memory is not None:
             self.memory.destroy()
         self.memory = None
-
-
-def tensor_views(tensors: list[Tensor]) -> Any:
-    """A C array of the tensors' views (for VkWriteDescriptorSetTensorARM)."""
-    return new_array("VkTensorViewARM", [t.view for t in tensors])
