@@ -179,15 +179,22 @@ class Fence:
         self.handle = call("vkCreateFence", mod.vkCreateFence, ctx.device, mod.VkFenceCreateInfo(), None)
         ctx.live["VkFence"] += 1
 
-    def wait(self, timeout_s: float | None = None) -> None:
-        """Block until signalled; HalError on timeout or device loss."""
+    def wait_for(self, timeout_s: float | None = None) -> bool:
+        """Block until signalled (True) or `timeout_s` seconds pass (False); HalError when the
+        device is lost."""
         mod = vk()
-        timeout = 0xFFFFFFFFFFFFFFFF if timeout_s is None else int(timeout_s * 1e9)
+        timeout = 0xFFFFFFFFFFFFFFFF if timeout_s is None else max(0, int(timeout_s * 1e9))
         result = mod.lib.vkWaitForFences(self.ctx.device, 1, [self.handle], mod.VK_TRUE, timeout)
         if result == mod.VK_TIMEOUT:
-            raise HalError(f"the Vulkan submission did not finish within {timeout_s} s")
+            return False
         if result != mod.VK_SUCCESS:
             raise HalError(f"vkWaitForFences failed: {result_name(result)} ({result})")
+        return True
+
+    def wait(self, timeout_s: float | None = None) -> None:
+        """Block until signalled; HalError on timeout or device loss."""
+        if not self.wait_for(timeout_s):
+            raise HalError(f"the Vulkan submission did not finish within {timeout_s} s")
 
     def signalled(self) -> bool:
         mod = vk()

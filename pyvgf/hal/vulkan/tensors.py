@@ -162,7 +162,8 @@ def _bind_target(ctx: VulkanContext, memory: Memory | None, offset: int, req: tu
 
 
 class Tensor:
-    """A VkTensorARM bound to host-visible memory (its own or shared), with one view."""
+    """A VkTensorARM bound to host-visible memory (its own or shared), with one view unless
+    `with_view` is False."""
 
     def __init__(
         self,
@@ -175,9 +176,11 @@ class Tensor:
         tiling: int = _ffi.TENSOR_TILING_LINEAR_ARM,
         memory: Memory | None = None,
         offset: int = 0,
+        with_view: bool = True,
         label: str = "",
     ):
         self.ctx = ctx
+        self.with_view = with_view
         self.format = vk_format
         self.shape = tuple(int(d) for d in shape)
         self.strides = tuple(strides) if strides is not None else None
@@ -225,7 +228,8 @@ class Tensor:
             memoryOffset=self.offset,
         )
         check(fn.vkBindTensorMemoryARM(ctx.arm_device, 1, bind), f"vkBindTensorMemoryARM({self.label})")
-        self.view = create_tensor_view(ctx, self)
+        if self.with_view:
+            self.view = create_tensor_view(ctx, self)
 
     def array(self, dtype: np.dtype | str = np.uint8) -> np.ndarray:
         """A writable view of the tensor's elements in mapped memory (LINEAR tiling only)."""
