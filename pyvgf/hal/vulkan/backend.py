@@ -154,6 +154,9 @@ class VulkanDevice(hal.Device):
         return hal.MemoryRequirements(max(size, description.nbytes), alignment)
 
     def _create_tensor(self, description, memory, offset, label):
+        if description.strides is not None and description.strides != description.packed_strides and not self.ctx.tensor_non_packed:
+            raise HalError(f"tensor {description} has non-packed strides {list(description.strides)}, but "
+                           f"{self.ctx.report.name} lacks the tensorNonPacked feature")
         return VulkanTensor(self, description, memory, offset, label)
 
     def _buffer_memory_requirements(self, size, usage):
@@ -189,20 +192,29 @@ class VulkanDevice(hal.Device):
         return {k: v for k, v in self.ctx.live.items() if v}
 
 
+class _Backed:
+    """A HAL object backed by a Vulkan object `vk` (None until made, so that an object whose
+    construction failed, and which its device still lists, destroys nothing)."""
+
+    vk: Any = None
+
+    def _destroy(self) -> None:
+        if self.vk is not None:
+            self.vk.destroy()
+            self.vk = None
+
+
 def _vk_description(d: hal.TensorDescription) -> Any:
     return tensors.tensor_description(d.format, d.shape, d.strides, usage=int(d.usage), tiling=int(d.tiling))
 
 
-class VulkanMemory(hal.DeviceMemory):
+class VulkanMemory(_Backed, hal.DeviceMemory):
     def __init__(self, device: VulkanDevice, size: int, label: str = ""):
         super().__init__(device, size, label)
         self.vk = tensors.Memory(device.ctx, size, device._host_bits, label=label)
 
-    def _destroy(self):
-        self.vk.destroy()
 
-
-class VulkanTensor(hal.Tensor):
+class VulkanTensor(_Backed, hal.Tensor):
     def __init__(self, device: VulkanDevice, description, memory, offset, label=""):
         super().__init__(device, description, memory, offset, label)
         self.vk = tensors.Tensor(
@@ -225,11 +237,10 @@ class VulkanTensor(hal.Tensor):
         """A writable typed view of the tensor in mapped memory (LINEAR tensors)."""
         return self.vk.array(self.dtype)
 
-    def _destroy(self):
-        self.vk.destroy()
-
 
 class VulkanTensorView(hal.TensorView):
+    handle: Any = None
+
     def __init__(self, tensor: VulkanTensor, label=""):
         super().__init__(tensor, label)
         self.handle = tensors.create_tensor_view(tensor.device.ctx, tensor.vk)
@@ -240,18 +251,15 @@ class VulkanTensorView(hal.TensorView):
         self.handle = None
 
 
-class VulkanBuffer(hal.Buffer):
+class VulkanBuffer(_Backed, hal.Buffer):
     def __init__(self, device: VulkanDevice, size, usage, memory, offset, label=""):
         super().__init__(device, size, usage, memory, offset, label)
         self.vk = tensors.Buffer(
             device.ctx, size, usage=int(usage), memory=memory.vk if memory is not None else None, offset=offset, label=label
         )
 
-    def _destroy(self):
-        self.vk.destroy()
 
-
-class VulkanDescriptorSetLayout(hal.DescriptorSetLayout):
+class VulkanDescriptorSetLayout(_Backed, hal.DescriptorSetLayout):
     def __init__(self, device: VulkanDevice, bindings, label=""):
         super().__init__(device, bindings, label)
         stage_all = vk().VK_SHADER_STAGE_ALL
@@ -261,11 +269,8 @@ class VulkanDescriptorSetLayout(hal.DescriptorSetLayout):
             [(b.binding, int(b.descriptor_type), stage_all if b.descriptor_type == hal.DescriptorType.TENSOR else int(b.stages)) for b in bindings],
         )
 
-    def _destroy(self):
-        self.vk.destroy()
 
-
-class VulkanPipelineLayout(hal.PipelineLayout):
+class VulkanPipelineLayout(_Backed, hal.PipelineLayout):
     def __init__(self, device: VulkanDevice, set_layouts, push_constant_ranges, label=""):
         super().__init__(device, set_layouts, push_constant_ranges, label)
         self.vk = pipelines.PipelineLayout(
@@ -274,11 +279,8 @@ class VulkanPipelineLayout(hal.PipelineLayout):
             [(int(r.stages), r.offset, r.size) for r in push_constant_ranges],
         )
 
-    def _destroy(self):
-        self.vk.destroy()
 
-
-class VulkanDescriptorSet(hal.DescriptorSet):
+class VulkanDescriptorSet(_Backed, hal.DescriptorSet):
     def __init__(self, device: VulkanDevice, layout: VulkanDescriptorSetLayout, resources, label=""):
         super().__init__(device, layout, resources, label)
         self.vk = pipelines.DescriptorSet(device.ctx, layout.vk)
@@ -292,9 +294,6 @@ class VulkanDescriptorSet(hal.DescriptorSet):
             self.vk.destroy()
             raise
 
-    def _destroy(self):
-        self.vk.destroy()
-
 
 def _graph_resource(r: hal.DataGraphResource) -> pipelines.GraphResource:
     d = r.description
@@ -306,7 +305,7 @@ def _graph_constant(c: hal.GraphConstant) -> pipelines.GraphConstant:
     return pipelines.GraphConstant(c.id, d.format, d.shape, c.data, c.sparsity_dimension, d.strides)
 
 
-class VulkanDataGraphPipeline(hal.DataGraphPipeline):
+class VulkanDataGraphPipeline(_Backed, hal.DataGraphPipeline):
     def __init__(self, device: VulkanDevice, module, entry_point, layout, resources, constants, label=""):
         super().__init__(device, module, entry_point, layout, resources, constants, label)
         self.vk = pipelines.DataGraphPipeline(
@@ -319,18 +318,14 @@ class VulkanDataGraphPipeline(hal.DataGraphPipeline):
             label=self.label,
         )
 
-    def _destroy(self):
-        self.vk.destroy()
 
-
-class VulkanDataGraphSession(hal.DataGraphSession):
+class VulkanDataGraphSession(_Backed, hal.DataGraphSession):
     def __init__(self, device: VulkanDevice, pipeline: VulkanDataGraphPipeline, label=""):
         super().__init__(device, pipeline, label)
         self.vk = pipelines.DataGraphSession(device.ctx, pipeline.vk)
         self._requirements = self.vk.requirements()
         for bind_point, _ in self._requirements:
             if bind_point not in hal.SessionBindPoint._value2member_map_:
-                self.vk.destroy()
                 raise HalError(f"data graph session of {pipeline} asks for bind point {bind_point}, which pyvgf does not know")
 
     def _bind_point_requirements(self):
@@ -343,11 +338,8 @@ class VulkanDataGraphSession(hal.DataGraphSession):
     def _bind_memory(self, memory, offset, bind_point, object_index):
         self.vk.bind(int(bind_point), object_index, memory.vk, offset)
 
-    def _destroy(self):
-        self.vk.destroy()
 
-
-class VulkanComputePipeline(hal.ComputePipeline):
+class VulkanComputePipeline(_Backed, hal.ComputePipeline):
     def __init__(self, device: VulkanDevice, module, entry_point, layout, label=""):
         super().__init__(device, module, entry_point, layout, label)
         if module.language != "spirv":
@@ -356,9 +348,6 @@ class VulkanComputePipeline(hal.ComputePipeline):
                 "only (compile it to SPIR-V, or run the model on the cpu backend with a Python stand-in)"
             )
         self.vk = pipelines.ComputePipeline(device.ctx, module.code, entry_point, layout.vk, label=self.label)
-
-    def _destroy(self):
-        self.vk.destroy()
 
 
 Command = Callable[[commands.CommandBuffer], None]
@@ -388,7 +377,14 @@ class VulkanCommandEncoder(hal.CommandEncoder):
         self._commands.append(lambda cb: cb.dispatch(x, y, z))
 
     def _copy_tensor(self, src, dst, regions):
-        spans = [(r.src_offset, r.dst_offset, r.extent) for r in regions]
+        whole = (tuple([0] * len(src.shape)), tuple([0] * len(src.shape)), tuple(src.shape))
+        spans = [(tuple(r.src_offset), tuple(r.dst_offset), tuple(r.extent)) for r in regions]
+        if src.shape != dst.shape or spans != [whole]:
+            raise HalError(
+                f"vkCmdCopyTensorARM copies whole tensors of equal shape only (one region, zero offsets, "
+                f"extent = shape: VUID-VkCopyTensorInfoARM-regionCount-09686, -09687, -09688, -09689); "
+                f"got {src!r} -> {dst!r} with regions {regions}"
+            )
         self._commands.append(lambda cb: cb.copy_tensor(src.vk, dst.vk, spans))
 
     def _copy_buffer(self, src, dst, src_offset, dst_offset, size):

@@ -419,8 +419,10 @@ class VulkanContext:
         query = _FeatureChain(_ffi.EXT_REPLICATED_COMPOSITES in exts)
         mod.vkGetPhysicalDeviceFeatures2(self.physical_device, query.features2)
         self.replicated_composites = bool(query.replicated and query.replicated.shaderReplicatedComposites)
+        self.tensor_non_packed = bool(query.tensor.tensorNonPacked)
         chain = _FeatureChain(self.replicated_composites)
         chain.request_required()
+        chain.tensor.tensorNonPacked = int(self.tensor_non_packed)
         enable = [_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH] + [e for e in OPTIONAL_EXTENSIONS if e in exts]
         if not self.replicated_composites and _ffi.EXT_REPLICATED_COMPOSITES in enable:
             enable.remove(_ffi.EXT_REPLICATED_COMPOSITES)
