@@ -157,12 +157,26 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from .hal.vulkan.doctor import diagnose
+
+    text, usable = diagnose()
+    print(text)
+    return 0 if usable else 1
+
+
+def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="show the Vulkan devices and whether pyvgf can run on them")
+    p.set_defaults(func=_doctor)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_inspect(sub)
     _add_run(sub)
+    _add_doctor(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
