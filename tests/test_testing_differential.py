@@ -13,7 +13,14 @@ import references
 from build_graphs import GRAPHS
 from hypothesis import HealthCheck, assume, given, settings
 
-from pyvgf.testing import FAMILIES, GraphCase, assert_backends_agree, graphs, ops, reference_run
+from pyvgf.testing import (
+    FAMILIES,
+    GraphCase,
+    assert_backends_agree,
+    graphs,
+    ops,
+    reference_run,
+)
 
 FAST = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 LONG = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

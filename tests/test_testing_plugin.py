@@ -35,7 +35,7 @@ def _pytest(tmp_path: Path, *args: str, ini: str = "") -> str:
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "-p", "_hypothesis_pytestplugin",
          str(tmp_path), *args],
-        capture_output=True, text=True, cwd=tmp_path, env=env,
+        capture_output=True, text=True, cwd=tmp_path, env=env, check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout

@@ -11,7 +11,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pyvgf.build.dtypes import SUPPORTED
-from pyvgf.testing import FAMILIES, GraphCase, assert_backends_agree, graphs, ops, reference_run, tensors
+from pyvgf.testing import (
+    FAMILIES,
+    GraphCase,
+    assert_backends_agree,
+    graphs,
+    ops,
+    reference_run,
+    tensors,
+)
 
 FAST = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -135,7 +135,7 @@ class Graph:
         sig = signature(name)
         unknown = set(operands) - {n for n, _ in sig}
         if unknown:
-            raise TosaError(f"{name} has no operand {sorted(unknown)[0]!r}; it takes {[n for n, _ in sig]}")
+            raise TosaError(f"{name} has no operand {min(unknown)!r}; it takes {[n for n, _ in sig]}")
         resolved: dict[str, object] = {}
         for operand, kind in sig:
             if operand not in operands:

@@ -65,7 +65,7 @@ def _broadcast_pair(draw, shape: tuple[int, ...]) -> tuple[tuple[int, ...], tupl
     return a, b
 
 
-def _zp(dtype: np.dtype, value: int | float = 0) -> np.ndarray:
+def _zp(dtype: np.dtype, value: float = 0) -> np.ndarray:
     return np.array([value], dtype=dtype)
 
 
