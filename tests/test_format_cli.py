@@ -7,8 +7,7 @@ import subprocess
 
 import numpy as np
 
-import fixtures
-from conftest_format import vgf_dump_json
+from conftest_format import vgf_dump_json, vgf_lib_tool
 from pyvgf.cli import main
 
 
@@ -27,7 +26,7 @@ def test_inspect_summary(vgf_model, capsys):
 
 def test_dump_spirv_and_constant_match_vgf_dump(vgf_model, tmp_path):
     path = vgf_model("format_const_dtypes")
-    dump = fixtures.tool("vgf_dump")
+    dump = vgf_lib_tool("vgf_dump")
     subprocess.run([dump, "-i", str(path), "--dump-spirv", "0", "-o", str(tmp_path / "ref.spv")], check=True)
     assert main(["inspect", str(path), "--dump-spirv", "0", "-o", str(tmp_path / "our.spv")]) == 0
     assert (tmp_path / "our.spv").read_bytes() == (tmp_path / "ref.spv").read_bytes()

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 
-from conftest_format import FORMAT_MODELS, real_model, vgf_dump_json  # noqa: F401 (fixture)
+from conftest_format import FORMAT_MODELS, real_model, vgf_dump_json, vgf_lib_tool  # noqa: F401 (fixture)
 from pyvgf.format import NO_INDEX, CodeType, DescriptorType, ModuleType, read, write
 from pyvgf.format.dump import to_json
 
@@ -31,6 +33,18 @@ def test_byte_identical_round_trip(made):
 
 def test_byte_identical_round_trip_real(real_model):
     assert write(read(real_model)) == real_model.read_bytes()
+
+
+def test_models_updated_by_vgf_updater(real_model, tmp_path):
+    """Arm's vgf_updater rewrites the 0.3 models as 0.5 with CONST00: another producer."""
+    updated = tmp_path / "updated.vgf"
+    subprocess.run([vgf_lib_tool("vgf_updater"), "-i", str(real_model), "-o", str(updated)], check=True)
+    vgf = read(updated)
+    assert vgf.header.version == (0, 5, 0) and not vgf.legacy_constants
+    assert to_json(vgf) == vgf_dump_json(updated)
+    assert write(vgf) == updated.read_bytes()
+    old = read(real_model)
+    assert [c.data.tobytes() for c in vgf.constants] == [c.data.tobytes() for c in old.constants]
 
 
 def test_real_models_are_legacy_0_3(real_model):
