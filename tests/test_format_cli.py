@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 
+import ml_dtypes
 import numpy as np
 
 from conftest_format import vgf_dump_json, vgf_lib_tool
@@ -50,3 +51,11 @@ def test_inspect_bad_file_fails_cleanly(tmp_path, capsys):
 def test_dump_index_out_of_range(vgf_model, tmp_path, capsys):
     assert main(["inspect", str(vgf_model("format_one_op")), "--dump-constant", "0", "-o", str(tmp_path / "x")]) == 1
     assert "out of range" in capsys.readouterr().err
+
+
+def test_dump_bfloat16_constant_keeps_its_bits(vgf_model, tmp_path, capsys):
+    path = vgf_model("format_const_dtypes")
+    assert main(["inspect", str(path), "--dump-constant", "4", "-o", str(tmp_path / "bf.npy")]) == 0
+    assert "bit pattern as uint16" in capsys.readouterr().err
+    bits = np.load(tmp_path / "bf.npy")
+    assert bits.dtype == np.uint16 and (bits.view(ml_dtypes.bfloat16) == 2.5).all()
