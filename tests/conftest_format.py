@@ -35,6 +35,8 @@ FORMAT_MODELS = [
     "format_segments",
     "format_shaders",
     "format_segment_consts",
+    "format_compute_sets",
+    "format_compute_aliasing",
 ]
 
 
