@@ -104,3 +104,16 @@ def test_real_constants_share_the_mapped_file(real_model):
     assert base.size == real_model.stat().st_size
     w = vgf.constant_array(0)
     assert w.dtype == np.int8 and w.size == vgf.constants[0].data.size
+
+
+def test_constant_array_refuses_what_it_cannot_view(vgf_model):
+    vgf = read(vgf_model("format_const_dtypes"))
+    vgf.resources[0].shape = [-1, 16]
+    with pytest.raises(ValueError, match="unknown dimension"):
+        vgf.constant_array(0)
+    vgf.resources[0].shape = [5, 16]
+    with pytest.raises(ValueError, match="needs 80"):
+        vgf.constant_array(0)
+    vgf.resources[5].strides = [4, 16]
+    strided = vgf.constant_array(5)
+    assert strided.shape == (4, 16) and strided.strides == (4, 16) and strided[0, 0] == 0.25
