@@ -112,8 +112,9 @@ def _set_kind(seg: Segment) -> int:
 
 
 def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
+    kind = _set_kind(seg)
     set_infos = [
-        s.DescriptorSetInfo.build_into(b, bindings=slots.vector(_set_kind(seg), info.bindings), set_index=info.set_index)
+        s.DescriptorSetInfo.build_into(b, bindings=slots.vector(kind, info.bindings), set_index=info.set_index)
         for info in seg.set_infos
     ]
     constants = b.create_scalar_vector(u32, seg.constants)
