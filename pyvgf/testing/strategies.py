@@ -468,13 +468,16 @@ def _unary_safe(draw, case: GraphCase, x: Value) -> Value:
 
 
 def graphs(max_ops: int = 5, dtypes: Sequence[object] = ("float32",)) -> st.SearchStrategy[GraphCase]:
-    """Well-formed graphs of 1..max_ops operators (chains and DAGs) over floating-point tensors.
+    """Well-formed graphs of 1..max_ops operators (chains and DAGs) over floating-point tensors
+    of one of `dtypes` (float32, float16, bfloat16).
 
     Each operator takes an earlier value (an input or a result) as its first operand; binary
     operators take a second earlier value of a broadcast-compatible shape, or a new input. Only
     operators total on their inputs are used, so every drawn graph has defined results.
     """
     float_dtypes = [np.dtype(d) for d in dtypes]
+    if not float_dtypes or any(d not in FLOATS for d in float_dtypes):
+        raise ValueError(f"graphs() draws float32, float16 or bfloat16 graphs, not {list(dtypes)}")
 
     @st.composite
     def draw_graph(draw) -> GraphCase:
