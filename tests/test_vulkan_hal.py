@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from conftest_vulkan import read_vgf, require_vulkan, scenario_run
+from conftest_vulkan import add_pipeline, bound_session, read_vgf, require_vulkan, scenario_run
 from pyvgf import HalError, hal
 from pyvgf.format import Format
 
@@ -100,32 +100,11 @@ def test_partial_tensor_copy_is_refused(device):
         enc.copy_tensor(src, dst, [hal.TensorCopyRegion((1, 0), (0, 2), (2, 2))])
 
 
-def _add_pipeline(device, vgf):
-    module = vgf.modules[0]
-    shader = device.create_shader_module(module.code, name=module.name)
-    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(b, TENSOR) for b in range(3)])
-    layout = device.create_pipeline_layout([set_layout])
-    desc = device.tensor_description(F32, (1, 4, 4, 8))
-    resources = [hal.DataGraphResource(0, b, desc) for b in range(3)]
-    pipeline = device.create_data_graph_pipeline(shader, module.entry_point, layout, resources)
-    return pipeline, layout, set_layout
-
-
-def _bound_session(device, pipeline):
-    session = device.create_data_graph_session(pipeline)
-    for r in session.bind_point_requirements:
-        for i in range(r.num_objects):
-            req = session.memory_requirements(r.bind_point, i)
-            if req.size:
-                session.bind_memory(device.allocate_memory(req.size), 0, r.bind_point, i)
-    return session
-
-
 def test_graph_by_hand_resubmitted(device, vgf_model):
-    pipeline, layout, set_layout = _add_pipeline(device, read_vgf(vgf_model("add_f32")))
+    pipeline, layout, set_layout = add_pipeline(device, read_vgf(vgf_model("add_f32")))
     tensors = [device.create_tensor(F32, (1, 4, 4, 8)) for _ in range(3)]
     dset = device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in enumerate(tensors)})
-    session = _bound_session(device, pipeline)
+    session = bound_session(device, pipeline)
     enc = device.create_command_encoder()
     enc.bind_pipeline(pipeline)
     enc.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, 0, dset)
@@ -155,10 +134,10 @@ def test_glsl_compute_module_is_refused(device):
 def test_device_destroy_frees_every_vulkan_object(adapter, vgf_model):
     device = adapter.request_device()
     ctx = device.ctx
-    pipeline, layout, set_layout = _add_pipeline(device, read_vgf(vgf_model("add_f32")))
+    pipeline, layout, set_layout = add_pipeline(device, read_vgf(vgf_model("add_f32")))
     tensors = [device.create_tensor(F32, (1, 4, 4, 8)) for _ in range(3)]
     device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in enumerate(tensors)})
-    _bound_session(device, pipeline)
+    bound_session(device, pipeline)
     assert ctx.live["VkPipeline"] == 1 and ctx.live["VkTensorARM"] == 3
     device.destroy()
     assert ctx.live_objects() == 0, +ctx.live

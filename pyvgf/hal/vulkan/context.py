@@ -7,6 +7,8 @@ function pointers, and a count of every live Vulkan object it created (for leak 
 from __future__ import annotations
 
 import functools
+import itertools
+import logging
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -106,6 +108,27 @@ def native_arm_extensions() -> tuple[frozenset[str], ...]:
         return tuple(out)
     finally:
         mod.vkDestroyInstance(inst, None)
+
+
+_sinks: dict[int, MessageSink] = {}
+_sink_ids = itertools.count(1)
+_log = logging.getLogger("pyvgf.vulkan")
+
+
+def _log_message(severity: int, types: int, msg_id: str, text: str) -> None:
+    _log.warning("%s", text)
+
+
+def _route_message(severity, types, data, user_data):  # noqa: ANN001 - the debug-utils callback
+    """The one debug-utils callback of the process (the `vulkan` package keeps a single Python
+    callback per callback type); `pUserData` says which instance's sink gets the message."""
+    mod = vk()
+    sink = _sinks.get(int(mod.ffi.cast("uintptr_t", user_data)))
+    if sink is not None:
+        msg_id = mod.ffi.string(data.pMessageIdName).decode() if data.pMessageIdName else ""
+        text = mod.ffi.string(data.pMessage).decode(errors="replace") if data.pMessage else ""
+        sink(int(severity), int(types), msg_id, text)
+    return 0
 
 
 class _FeatureChain:
@@ -257,24 +280,18 @@ class VulkanInstance:
 
     def _create_messenger(self) -> None:
         mod = vk()
-        sink = self._on_message
-
-        def callback(severity, types, data, user_data):  # noqa: ANN001 - cffi callback
-            msg_id = mod.ffi.string(data.pMessageIdName).decode() if data.pMessageIdName else ""
-            text = mod.ffi.string(data.pMessage).decode(errors="replace") if data.pMessage else ""
-            if sink is not None:
-                sink(int(severity), int(types), msg_id, text)
-            return 0
-
+        key = next(_sink_ids)
+        _sinks[key] = self._on_message or _log_message
+        self._sink_key = key
         info = mod.VkDebugUtilsMessengerCreateInfoEXT(
             messageSeverity=mod.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
             | mod.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
             messageType=mod.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
             | mod.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
             | mod.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-            pfnUserCallback=callback,
+            pfnUserCallback=_route_message,
+            pUserData=mod.ffi.cast("void*", key),
         )
-        self._callback = callback
         create = mod.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
         self._messenger = create(self.handle, info, None)
         self.live["VkDebugUtilsMessengerEXT"] += 1
@@ -342,6 +359,7 @@ class VulkanInstance:
             destroy = mod.vkGetInstanceProcAddr(self.handle, "vkDestroyDebugUtilsMessengerEXT")
             destroy(self.handle, self._messenger, None)
             self._messenger = None
+            _sinks.pop(self._sink_key, None)
             self.live["VkDebugUtilsMessengerEXT"] -= 1
         mod.vkDestroyInstance(self.handle, None)
         self.handle = None
