@@ -196,14 +196,11 @@ def test_runs_from_several_threads_equal_sequential_runs(vgf_model):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["vww4", "mobilenet_v2"])
-def test_real_int8_models_equal_the_cpu_backend(name):
+def test_real_int8_models_equal_the_cpu_backend(real_model):
     require_vulkan()
     from pyvgf.runtime import load
-    from conftest import REAL_MODELS
 
-    path = REAL_MODELS[name]
-    with load(path, backend="vulkan") as vk_model, load(path) as cpu_model:
+    with load(real_model, backend="vulkan") as vk_model, load(real_model) as cpu_model:
         rng = np.random.default_rng(8)
         inputs = [rng.integers(-128, 128, i.shape).astype(i.dtype) for i in vk_model.inputs]
         for got, want in zip(vk_model.run(inputs), cpu_model.run(inputs)):
