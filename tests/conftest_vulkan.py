@@ -1,13 +1,9 @@
-"""Helpers of the Vulkan backend tests: skip rules, a VGF graph runner on the backend's
-objects, and scenario_runner as the reference executor."""
+"""Helpers of the Vulkan backend tests: skip rules and a VGF graph runner on the backend's
+objects (scenario_runner, the reference, is tools/references.py)."""
 
 from __future__ import annotations
 
 import functools
-import json
-import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -130,56 +126,6 @@ class GraphModel:
         for obj in reversed(self.objects):
             obj.destroy()
         self.objects = []
-
-
-# -- scenario_runner as the reference -------------------------------------------------------
-
-
-def scenario_run(vgf_path: Path, inputs: list[np.ndarray], workdir: Path) -> list[np.ndarray]:
-    """Outputs of Arm's scenario_runner on the same VGF, with the emulation layer arranged as
-    toolchain.md shows (one folder per manifest, Graph folder first)."""
-    from pyvgf.hal.vulkan import layers
-
-    el = layers.find_emulation_layer()
-    if el is None:
-        pytest.skip("the emulation layer is not installed")
-    folder = layers.manifest_folder(el)
-    env = dict(os.environ, XDG_RUNTIME_DIR=os.environ.get("XDG_RUNTIME_DIR", "/tmp"))
-    layer_dirs = []
-    for name, fname in (("graph", "VkLayer_Graph.json"), ("tensor", "VkLayer_Tensor.json")):
-        d = workdir / "layers" / name
-        d.mkdir(parents=True, exist_ok=True)
-        shutil.copy(folder / fname, d / fname)
-        layer_dirs.append(str(d))
-    env["VK_LAYER_PATH"] = os.pathsep.join(layer_dirs)
-    env["VK_INSTANCE_LAYERS"] = ":".join(layers.EMULATION_LAYERS)
-    scenario = json.loads(subprocess.run(
-        ["vgf_dump", "-i", str(vgf_path), "--scenario-template"], check=True, capture_output=True
-    ).stdout)
-    outs = []
-    n_in = 0
-    for res in scenario["resources"]:
-        if "graph" in res:
-            res["graph"]["src"] = str(vgf_path)
-        elif "tensor" in res:
-            t = res["tensor"]
-            if "src" in t:
-                path = workdir / f"in{n_in}.npy"
-                np.save(path, inputs[n_in])
-                t["src"] = str(path)
-                n_in += 1
-            if "dst" in t:
-                t["dst"] = f"out{len(outs)}.npy"
-                outs.append(workdir / t["dst"])
-    spath = workdir / "scenario.json"
-    spath.write_text(json.dumps(scenario))
-    proc = subprocess.run(
-        ["scenario_runner", "--scenario", str(spath), "--output", str(workdir)],
-        env=env, capture_output=True, text=True, timeout=300,
-    )
-    if proc.returncode != 0:
-        raise RuntimeError(f"scenario_runner failed:\n{proc.stdout}\n{proc.stderr}")
-    return [np.load(p) for p in outs]
 
 
 def chained_add(ctx, vgf: VGF, a: np.ndarray, b: np.ndarray, pipelines_seen: set | None = None) -> np.ndarray:

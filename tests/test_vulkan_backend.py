@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from conftest_vulkan import GraphModel, chained_add, read_vgf, require_vulkan, scenario_run
+import references  # tools/references.py
+from conftest_vulkan import GraphModel, chained_add, read_vgf, require_vulkan
 from pyvgf.errors import HalError
 
 pytestmark = pytest.mark.vulkan
@@ -53,7 +54,7 @@ def test_two_dispatches_with_a_tensor_barrier(ctx, vgf_model):
     np.testing.assert_array_equal(out, (a + b) + b)
 
 
-def test_graph_constants_equal_scenario_runner(ctx, vgf_model, tmp_path):
+def test_graph_constants_equal_scenario_runner(ctx, vgf_model):
     path = vgf_model("vulkan_conv2d_f32")
     vgf = read_vgf(path)
     assert vgf.constants and vgf.constants[0].data.nbytes == 6 * 3 * 3 * 4 * 4
@@ -63,7 +64,7 @@ def test_graph_constants_equal_scenario_runner(ctx, vgf_model, tmp_path):
         (out,) = model.run([x])
     finally:
         model.destroy()
-    (ref,) = scenario_run(path, [x], tmp_path)
+    (ref,) = references.scenario_run(path, [x])
     np.testing.assert_array_equal(out, ref)
 
 

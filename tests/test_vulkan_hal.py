@@ -7,7 +7,8 @@ import threading
 import numpy as np
 import pytest
 
-from conftest_vulkan import add_pipeline, bound_session, read_vgf, require_vulkan, scenario_run
+import references  # tools/references.py
+from conftest_vulkan import add_pipeline, bound_session, read_vgf, require_vulkan
 from pyvgf import HalError, hal
 from pyvgf.format import Format
 
@@ -155,7 +156,7 @@ def test_load_add_on_vulkan(vgf_model):
         np.testing.assert_array_equal(out, a + b)
 
 
-def test_load_conv2d_equals_scenario_runner(vgf_model, tmp_path):
+def test_load_conv2d_equals_scenario_runner(vgf_model):
     require_vulkan()
     from pyvgf.runtime import load
 
@@ -163,7 +164,7 @@ def test_load_conv2d_equals_scenario_runner(vgf_model, tmp_path):
     x = np.random.default_rng(6).standard_normal((1, 8, 8, 4)).astype(np.float32)
     with load(path, backend="vulkan") as model:
         (out,) = model.run([x])
-    (ref,) = scenario_run(path, [x], tmp_path)
+    (ref,) = references.scenario_run(path, [x])
     np.testing.assert_array_equal(out, ref)
 
 

@@ -229,7 +229,7 @@ class VulkanInstance:
                         "Arm's ML emulation layer is not installed: pip install ai-ml-emulation-layer-for-vulkan"
                     )
             else:
-                folders.append(layers.manifest_folder(el))
+                folders += layers.manifest_folders(el)
                 enabled += list(layers.EMULATION_LAYERS)
                 self.uses_emulation = True
                 self.emulation_layer = el

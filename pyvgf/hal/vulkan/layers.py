@@ -1,13 +1,20 @@
-"""Arm's ML emulation layer: find it and arrange its layers so any loader stacks them right.
+"""Arm's ML emulation layer: find it and arrange its layers so that any loader stacks them right.
 
 The emulation layer (pip package `ai-ml-emulation-layer-for-vulkan`, module `emulation_layer`)
 implements VK_ARM_tensors (layer VK_LAYER_ML_Tensor_Emulation) and VK_ARM_data_graph
-(VK_LAYER_ML_Graph_Emulation) on any Vulkan 1.3 driver. Its manifests name the layer libraries
-by bare file name, which the loader looks up on the library search path, not beside the
-manifest, so they are copied with `library_path` made absolute into a folder of pyvgf's own.
-The Graph layer must sit above the Tensor layer: pyvgf names both in
-`VkInstanceCreateInfo.ppEnabledLayerNames`, Graph first (nearest the application), an order
-every loader honours (Debian 12's 1.3.239 loader ignores the order of VK_INSTANCE_LAYERS).
+(VK_LAYER_ML_Graph_Emulation) on any Vulkan 1.3 driver. The Graph layer must sit above the
+Tensor layer, because it asks the layer below it for VK_ARM_tensors.
+
+Two traps, both handled here:
+  * The manifests name their libraries by bare file name, which the loader looks up on the
+    library search path, not beside the manifest: pyvgf writes copies with `library_path` made
+    absolute.
+  * Debian 12's loader (1.3.239) ignores the order of VK_INSTANCE_LAYERS and stacks explicit
+    layers in the order their manifests are found. Each manifest therefore gets a folder of its
+    own, the Graph folder listed first. In-process, pyvgf also names the layers in
+    `ppEnabledLayerNames`, Graph first, an order every loader honours.
+
+This module only prepares files and environment variables; it never imports `vulkan`.
 """
 
 from __future__ import annotations
@@ -22,10 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
+from ...errors import HalError
+
 GRAPH_LAYER = "VK_LAYER_ML_Graph_Emulation"
 TENSOR_LAYER = "VK_LAYER_ML_Tensor_Emulation"
 EMULATION_LAYERS = (GRAPH_LAYER, TENSOR_LAYER)
-"""In ppEnabledLayerNames order: Graph above Tensor."""
+"""Outermost (nearest the application) first: Graph above Tensor."""
 VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 
 _MANIFESTS = {GRAPH_LAYER: "VkLayer_Graph.json", TENSOR_LAYER: "VkLayer_Tensor.json"}
@@ -51,28 +60,32 @@ def find_emulation_layer() -> EmulationLayer | None:
     except ImportError:
         return None
     deploy = Path(emulation_layer.__file__).resolve().parent / "deploy"
-    if not all((deploy / "share/vulkan/explicit_layer.d" / m).is_file() for m in _MANIFESTS.values()):
+    layer = EmulationLayer(deploy, _version())
+    if not all(layer.manifest(name).is_file() for name in EMULATION_LAYERS):
         return None
+    return layer
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
     try:
-        from importlib.metadata import version
-
-        ver = version("ai-ml-emulation-layer-for-vulkan")
-    except Exception:  # noqa: BLE001 - the version is informational only
-        ver = "unknown"
-    return EmulationLayer(deploy, ver)
+        return version("ai-ml-emulation-layer-for-vulkan")
+    except PackageNotFoundError:
+        return "unknown"
 
 
-def _cache_root() -> Path:
+def _cache_roots() -> list[Path]:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "pyvgf" / "vulkan-layers"
+    return [Path(base) / "pyvgf" / "vulkan-layers", Path(tempfile.gettempdir()) / f"pyvgf-{os.getuid()}"]
 
 
-def manifest_folder(layer: EmulationLayer) -> Path:
-    """A folder holding both emulation-layer manifests with absolute library paths.
+def manifest_folders(layer: EmulationLayer, dest: Path | None = None) -> list[Path]:
+    """One folder per emulation layer manifest, with absolute library paths, Graph first.
 
-    Written once per installed layer (keyed by its path and manifests), atomically, so that
-    concurrent processes never see half a file. Falls back to a temporary folder when the
-    user cache is not writable.
+    Written once per installed layer (keyed by the manifests' contents), atomically, so that
+    concurrent processes never see half a file. Without `dest`, the user cache is used, or a
+    temporary folder when the cache is not writable.
     """
     texts = {}
     for name in EMULATION_LAYERS:
@@ -81,22 +94,24 @@ def manifest_folder(layer: EmulationLayer) -> Path:
         if not lib.is_absolute():
             lib = layer.deploy / "lib" / lib.name
         data["layer"]["library_path"] = str(lib)
-        texts[_MANIFESTS[name]] = json.dumps(data, indent=2)
+        texts[name] = json.dumps(data, indent=2)
     key = hashlib.sha256(json.dumps(sorted(texts.items())).encode()).hexdigest()[:16]
-    for root in (_cache_root(), Path(tempfile.gettempdir()) / f"pyvgf-{os.getuid()}"):
-        folder = root / key
+    for root in [dest] if dest is not None else _cache_roots():
         try:
-            folder.mkdir(parents=True, exist_ok=True)
-            for fname, text in texts.items():
-                target = folder / fname
-                if not target.exists() or target.read_text() != text:
-                    tmp = folder / f".{fname}.{os.getpid()}"
-                    tmp.write_text(text)
-                    tmp.replace(target)
-            return folder
+            return [_write(root / key / name, _MANIFESTS[name], texts[name]) for name in EMULATION_LAYERS]
         except OSError:
             continue
-    raise OSError("no writable folder for the emulation layer manifests")
+    raise HalError("no writable folder for the emulation layer manifests")
+
+
+def _write(folder: Path, fname: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / fname
+    if not target.exists() or target.read_text() != text:
+        tmp = folder / f".{fname}.{os.getpid()}"
+        tmp.write_text(text)
+        tmp.replace(target)
+    return folder
 
 
 @contextmanager
@@ -113,3 +128,22 @@ def layer_search_path(folders: list[Path]) -> Iterator[None]:
             os.environ.pop("VK_ADD_LAYER_PATH", None)
         else:
             os.environ["VK_ADD_LAYER_PATH"] = old
+
+
+def emulation_layer_env(dest: Path | None = None) -> dict[str, str]:
+    """Environment variables that enable the emulation layers, in the right order, in a child
+    process (scenario_runner, say): VK_LAYER_PATH (Graph folder first), VK_INSTANCE_LAYERS and,
+    when the caller's environment lacks it, XDG_RUNTIME_DIR (the loader warns without one).
+
+    Raises HalError when the emulation layer is not installed.
+    """
+    layer = find_emulation_layer()
+    if layer is None:
+        raise HalError("the ML emulation layer is not installed: pip install ai-ml-emulation-layer-for-vulkan")
+    env = {
+        "VK_LAYER_PATH": os.pathsep.join(map(str, manifest_folders(layer, dest))),
+        "VK_INSTANCE_LAYERS": os.pathsep.join(EMULATION_LAYERS),
+    }
+    if not os.environ.get("XDG_RUNTIME_DIR"):
+        env["XDG_RUNTIME_DIR"] = tempfile.gettempdir()
+    return env
