@@ -169,6 +169,27 @@ def test_hal_flows_under_validation(vgf_model):
     assert not messages.unexpected(), "\n".join(messages.unexpected())
 
 
+@pytest.mark.parametrize("name", ["vulkan_conv2d_f32", "runtime_segments"])
+def test_runtime_models_under_validation(name, vgf_model):
+    """pyvgf.load() on a validated vulkan adapter: the runtime's whole schedule (graph, compute
+    with aliased buffers, barriers, sessions, transfers) makes no unexpected message."""
+    require_vulkan()
+    from pyvgf import hal, load
+    from pyvgf.hal.vulkan import request_adapter
+    from pyvgf.hal.vulkan.backend import VulkanDataGraphPipeline
+    from pyvgf.hal.vulkan._vk import vk
+
+    messages = Messages()
+    hal.register_backend("vulkan-validated", lambda: request_adapter(validation=True, on_message=messages))
+    with load(vgf_model(name), backend="vulkan-validated") as model:
+        for obj in list(model.device._children.values()):
+            if isinstance(obj, VulkanDataGraphPipeline):
+                messages.graph_pipelines.add(int(vk().ffi.cast("uintptr_t", obj.vk.handle)))
+        rng = np.random.default_rng(9)
+        model.run([rng.standard_normal(i.shape).astype(i.dtype) for i in model.inputs])
+    assert not messages.unexpected(), "\n".join(messages.unexpected())
+
+
 def test_the_filter_lets_real_errors_through(validated):
     """A real mistake (a buffer of size 0) is reported and not filtered."""
     ctx, messages = validated
