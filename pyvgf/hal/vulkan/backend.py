@@ -22,7 +22,7 @@ from ...errors import HalError
 from .. import _classes as hal
 from . import _ffi, commands, pipelines, tensors
 from ._vk import new_struct, vk
-from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance
+from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance, pick_device
 
 _DEVICE_TYPES = {0: "other", 1: "integrated-gpu", 2: "discrete-gpu", 3: "virtual-gpu", 4: "cpu"}
 
@@ -42,24 +42,11 @@ def request_adapter(
     try:
         devices = instance.physical_devices()
         reports = [instance.describe(i, pd) for i, pd in enumerate(devices)]
-        index = _pick(reports, device_index)
+        index = pick_device(reports, device_index)
         return VulkanAdapter(instance, devices[index], reports[index])
     except BaseException:
         instance.release()
         raise
-
-
-def _pick(reports: list[DeviceReport], device_index: int | None) -> int:
-    if device_index is not None:
-        if not 0 <= device_index < len(reports):
-            raise HalError(f"Vulkan device index {device_index} out of range 0..{len(reports) - 1}")
-        index = device_index
-    else:
-        rank = {2: 0, 1: 1, 3: 2, 4: 3}
-        index = min(range(len(reports)), key=lambda i: (not reports[i].usable, rank.get(reports[i].device_type_code, 9), i))
-    if not reports[index].usable:
-        raise HalError(f"Vulkan device {index} ({reports[index].name}) lacks {reports[index].missing_text()}")
-    return index
 
 
 def _limits(physical_device: Any) -> hal.Limits:

@@ -183,6 +183,24 @@ class _FeatureChain:
             self.replicated.shaderReplicatedComposites = 1
 
 
+def pick_device(reports: list[DeviceReport], device_index: int | None) -> int:
+    """The index of the device to use: `device_index`, or the best usable one (discrete GPU,
+    integrated, virtual, CPU); HalError naming what it lacks when it is not usable."""
+    if device_index is not None:
+        if not 0 <= device_index < len(reports):
+            raise HalError(f"Vulkan device index {device_index} out of range 0..{len(reports) - 1}")
+        index = device_index
+    else:
+        index = min(
+            range(len(reports)),
+            key=lambda i: (not reports[i].usable, _TYPE_RANK.get(reports[i].device_type_code, 9), i),
+        )
+    report = reports[index]
+    if not report.usable:
+        raise HalError(f"Vulkan device {index} ({report.name}) lacks {report.missing_text()}")
+    return index
+
+
 class VulkanInstance:
     """A VkInstance with the emulation layers stacked when needed, and its physical devices.
 
@@ -404,19 +422,8 @@ class VulkanContext:
     def _choose(self, device_index: int | None) -> tuple[Any, DeviceReport]:
         devices = self.vi.physical_devices()
         reports = [self.vi.describe(i, pd) for i, pd in enumerate(devices)]
-        if device_index is not None:
-            if not 0 <= device_index < len(devices):
-                raise HalError(f"Vulkan device index {device_index} out of range 0..{len(devices) - 1}")
-            best = device_index
-        else:
-            best = min(
-                range(len(devices)),
-                key=lambda i: (not reports[i].usable, _TYPE_RANK.get(reports[i].device_type_code, 9), i),
-            )
-        report = reports[best]
-        if not report.usable:
-            raise HalError(f"Vulkan device {best} ({report.name}) lacks {report.missing_text()}")
-        return devices[best], report
+        index = pick_device(reports, device_index)
+        return devices[index], reports[index]
 
     # -- logical device ---------------------------------------------------------------------
 
