@@ -62,6 +62,14 @@ def test_strided_tensor_round_trip(device):
     np.testing.assert_array_equal(device.queue.read_tensor(t), data)
 
 
+def test_optimal_tensor_goes_through_staging(device):
+    t = device.create_tensor(F32, (3, 5), tiling=hal.TensorTiling.OPTIMAL)
+    data = np.arange(15, dtype=np.float32).reshape(3, 5)
+    device.queue.write_tensor(t, data)
+    np.testing.assert_array_equal(device.queue.read_tensor(t), data)
+    assert device.ctx.live["VkTensorARM"] == 1 and device.ctx.live["VkCommandBuffer"] == 0
+
+
 def test_tensor_and_buffer_in_one_memory_alias(device):
     req = device.get_tensor_memory_requirements(device.tensor_description(F32, (8,)))
     memory = device.allocate_memory(max(req.size, 64))

@@ -490,11 +490,51 @@ class VulkanQueue(hal.Queue):
 
     def _write_tensor(self, tensor, data):
         self._finish_earlier_work()
-        tensor.array()[...] = data
+        if tensor.description.tiling == hal.TensorTiling.LINEAR:
+            tensor.array()[...] = data
+        else:
+            self._staged(tensor, data)
 
     def _read_tensor(self, tensor):
         self._finish_earlier_work()
-        return np.array(tensor.array(), copy=True, order="C")
+        if tensor.description.tiling == hal.TensorTiling.LINEAR:
+            return np.array(tensor.array(), copy=True, order="C")
+        return self._staged(tensor, None)
+
+    def _staged(self, tensor: VulkanTensor, data: np.ndarray | None) -> np.ndarray | None:
+        """Host transfer of an OPTIMAL tensor (no host layout) through a LINEAR staging tensor
+        in host-visible memory and a whole-tensor vkCmdCopyTensorARM: written when `data` is
+        given, else read and returned."""
+        device: VulkanDevice = self.device
+        ctx, d = device.ctx, tensor.description
+        usage = int(hal.TensorUsage.TRANSFER_SRC | hal.TensorUsage.TRANSFER_DST)
+        staging = tensors.Tensor(ctx, d.format, d.shape, usage=usage, with_view=False, label="staging")
+        cb = fence = None
+        try:
+            whole = [((0,) * len(d.shape), (0,) * len(d.shape), tuple(d.shape))]
+            with device.lock:
+                cb = commands.CommandBuffer(ctx)
+                cb.begin()
+                if data is not None:
+                    staging.array(d.dtype)[...] = data
+                    cb.copy_tensor(staging, tensor.vk, whole)
+                    cb.memory_barrier()
+                else:
+                    cb.copy_tensor(tensor.vk, staging, whole)
+                cb.host_barrier()
+                cb.end()
+            fence = commands.Fence(ctx)
+            with self._lock:
+                commands.submit(ctx, [cb], fence)
+            fence.wait()
+            return None if data is not None else np.array(staging.array(d.dtype), copy=True, order="C")
+        finally:
+            if fence is not None:
+                fence.destroy()
+            if cb is not None:
+                with device.lock:
+                    cb.destroy()
+            staging.destroy()
 
     def _write_buffer(self, buffer, data, offset):
         self._finish_earlier_work()
