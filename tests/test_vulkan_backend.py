@@ -186,3 +186,57 @@ def test_doctor_command(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Vulkan backend") and "status: ready" in out
+
+
+def _conv_once(ctx, vgf, weights: np.ndarray, sparsity_dimension: int, x: np.ndarray) -> np.ndarray:
+    from pyvgf.hal.vulkan import commands, pipelines, tensors
+
+    tensor_type = 1000460000
+    objs = []
+    try:
+        a = tensors.Tensor(ctx, 100, (1, 8, 8, 4))
+        c = tensors.Tensor(ctx, 100, (1, 8, 8, 6))
+        layout = pipelines.DescriptorSetLayout(ctx, [(0, tensor_type), (1, tensor_type)])
+        objs += [a, c, layout]
+        pl = pipelines.PipelineLayout(ctx, [layout])
+        objs.append(pl)
+        resources = [pipelines.GraphResource(0, 0, 100, (1, 8, 8, 4)), pipelines.GraphResource(0, 1, 100, (1, 8, 8, 6))]
+        const = pipelines.GraphConstant(0, 100, (6, 3, 3, 4), weights, sparsity_dimension)
+        pipe = pipelines.DataGraphPipeline(ctx, vgf.modules[0].code, vgf.modules[0].entry_point, pl, resources, [const])
+        objs.append(pipe)
+        session = pipelines.DataGraphSession(ctx, pipe)
+        objs.append(session)
+        session.bind_own_memory()
+        ds = pipelines.DescriptorSet(ctx, layout)
+        objs.append(ds)
+        ds.write(0, a)
+        ds.write(1, c)
+        cb = commands.CommandBuffer(ctx)
+        objs.append(cb)
+        cb.begin()
+        cb.dispatch_graph(pipe, pl, {0: ds}, session)
+        cb.host_barrier()
+        cb.end()
+        fence = commands.Fence(ctx)
+        objs.append(fence)
+        a.write(x)
+        commands.submit(ctx, [cb], fence)
+        fence.wait(timeout_s=60)
+        return np.frombuffer(c.read(), np.float32).reshape(1, 8, 8, 6)
+    finally:
+        for obj in reversed(objs):
+            obj.destroy()
+
+
+def test_semi_structured_sparsity_info_is_chained(ctx, vgf_model):
+    """Weights with 2 zeros in every group of 4 along dimension 3, declared 2:4 sparse
+    (VkDataGraphPipelineConstantTensorSemiStructuredSparsityInfoARM): same result as dense."""
+    vgf = read_vgf(vgf_model("vulkan_conv2d_f32"))
+    weights = vgf.constants[0].data.view(np.float32).reshape(6, 3, 3, 4).copy()
+    weights[..., 1] = 0
+    weights[..., 3] = 0
+    x = np.random.default_rng(9).standard_normal((1, 8, 8, 4)).astype(np.float32)
+    dense = _conv_once(ctx, vgf, weights, -1, x)
+    sparse = _conv_once(ctx, vgf, weights, 3, x)
+    assert np.abs(dense).max() > 0
+    np.testing.assert_array_equal(sparse, dense)
