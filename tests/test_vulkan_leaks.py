@@ -68,7 +68,9 @@ def test_cycles_leave_nothing(conv_vgf):
 def test_many_cycles_leave_nothing(conv_vgf):
     model_growth, context_growth = _cycles(conv_vgf, models=200, contexts=40)
     assert model_growth < 8, f"{model_growth:.1f} MiB over 200 model cycles"
-    assert context_growth < 24, f"{context_growth:.1f} MiB over 40 context cycles"
+    # RSS over whole-context cycles moves by allocator noise (measured: +5.6 MiB after 30
+    # cycles, +20 MiB at its peak, not monotonic), so the bound is loose.
+    assert context_growth < 32, f"{context_growth:.1f} MiB over 40 context cycles"
 
 
 def _load_cycles(path, cycles: int) -> float:
