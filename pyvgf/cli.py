@@ -38,7 +38,15 @@ def _inspect(args: argparse.Namespace) -> int:
         else:
             index = _checked_index(args.dump_constant, len(vgf.constants), "constant")
             if out.suffix == ".npy":
-                np.save(out, vgf.constant_array(index))
+                array = vgf.constant_array(index)
+                if array.dtype.kind == "V":
+                    print(
+                        f"pyvgf inspect: .npy has no {array.dtype} type; saving its bit pattern as "
+                        f"uint{8 * array.dtype.itemsize} (view it with ml_dtypes.{array.dtype})",
+                        file=sys.stderr,
+                    )
+                    array = array.view(f"<u{array.dtype.itemsize}")
+                np.save(out, array)
             else:
                 out.write_bytes(vgf.constants[index].data.tobytes())
         return 0
