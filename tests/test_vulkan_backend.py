@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -240,3 +244,34 @@ def test_semi_structured_sparsity_info_is_chained(ctx, vgf_model):
     sparse = _conv_once(ctx, vgf, weights, 3, x)
     assert np.abs(dense).max() > 0
     np.testing.assert_array_equal(sparse, dense)
+
+
+def test_native_probe_ignores_layers_enabled_by_the_environment(tmp_path):
+    """With the emulation layers exported as toolchain.md's scenario_runner recipe does, the
+    driver is still reported as lacking the ARM extensions, and the backend still works."""
+    require_vulkan()
+    from pyvgf.hal.vulkan import layers
+
+    env = dict(os.environ, **layers.emulation_layer_env(tmp_path))
+    code = (
+        "from pyvgf.hal.vulkan.context import VulkanContext, native_arm_extensions\n"
+        "print(sorted(native_arm_extensions()[0]))\n"
+        "ctx = VulkanContext(); print(ctx.uses_emulation); ctx.destroy()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "True"]
+
+
+def test_without_the_vulkan_package_the_error_says_what_to_install():
+    code = (
+        "import sys; sys.modules['vulkan'] = None\n"
+        "from pyvgf import HalError, hal\n"
+        "from pyvgf.hal.vulkan.doctor import diagnose\n"
+        "text, ok = diagnose(); print(ok); print(text)\n"
+        "try:\n    hal.request_adapter('vulkan')\nexcept HalError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == "False"
+    assert "not usable: the vulkan backend needs the `vulkan` Python package" in out
+    assert lines[-1].startswith("the vulkan backend needs the `vulkan` Python package")

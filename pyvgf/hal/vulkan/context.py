@@ -94,12 +94,14 @@ def _make_version(major: int, minor: int, patch: int) -> int:
 
 @functools.cache
 def native_arm_extensions() -> tuple[frozenset[str], ...]:
-    """Per physical device, the ARM ML extensions its driver has with no layer enabled."""
+    """Per physical device, the ARM ML extensions its driver has with no layer enabled (layers
+    that the environment enables, as the scenario_runner recipe does, are held off)."""
     mod = vk()
     app = mod.VkApplicationInfo(
         pApplicationName="pyvgf-probe", apiVersion=_make_version(*API_VERSION)
     )
-    inst = call("vkCreateInstance", mod.vkCreateInstance, mod.VkInstanceCreateInfo(pApplicationInfo=app), None)
+    with layers.without_environment_layers():
+        inst = call("vkCreateInstance", mod.vkCreateInstance, mod.VkInstanceCreateInfo(pApplicationInfo=app), None)
     try:
         out = []
         for pd in mod.vkEnumeratePhysicalDevices(inst):
