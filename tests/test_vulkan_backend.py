@@ -180,6 +180,7 @@ def test_doctor_report_names_device_and_extension_origin():
     text = report()
     assert "device 0:" in text
     assert "VK_ARM_tensors: " in text and "VK_ARM_data_graph: " in text
+    assert "data graph operations: TOSA.001000.1" in text
     assert "pyvgf uses device" in text
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ...errors import HalError
 from . import _ffi, layers
 from ._ffi import ffi
-from ._vk import call, new_struct, to_arm, vk
+from ._vk import call, check, new_struct, to_arm, vk
 
 API_VERSION = (1, 3, 0)
 
@@ -321,6 +321,29 @@ class VulkanInstance:
         if not devices:
             raise HalError("the Vulkan loader found no physical device (no driver installed?)")
         return list(devices)
+
+    def data_graph_operations(self, pd: Any) -> list[tuple[int, str, int]]:
+        """(queue family, operation set name, version) of every data graph operation the
+        device's queue families offer (vkGetPhysicalDeviceQueueFamilyDataGraphPropertiesARM)."""
+        mod = vk()
+        name = _ffi.INSTANCE_FUNCTIONS[0]
+        ptr = mod.lib.vkGetInstanceProcAddr(self.handle, name.encode())
+        if ptr == mod.ffi.NULL:
+            return []
+        query = ffi.cast(f"PFN_{name}", ptr)
+        arm_pd = to_arm("VkPhysicalDevice", pd)
+        out = []
+        for family in range(len(mod.vkGetPhysicalDeviceQueueFamilyProperties(pd))):
+            count = ffi.new("uint32_t*")
+            check(query(arm_pd, family, count, ffi.NULL), name)
+            props = ffi.new("VkQueueFamilyDataGraphPropertiesARM[]", count[0])
+            for i in range(count[0]):
+                props[i].sType = _ffi.STRUCTURE_TYPE_QUEUE_FAMILY_DATA_GRAPH_PROPERTIES_ARM
+            check(query(arm_pd, family, count, props), name)
+            for i in range(count[0]):
+                op = props[i].operation
+                out.append((family, ffi.string(op.name).decode(errors="replace"), int(op.version)))
+        return out
 
     def reports(self) -> list[DeviceReport]:
         """What each physical device offers, in enumeration order."""
