@@ -38,7 +38,7 @@ class CommandBuffer:
             commandPool=ctx.command_pool, level=mod.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
         )
         self.handle = call("vkAllocateCommandBuffers", mod.vkAllocateCommandBuffers, ctx.device, info)[0]
-        ctx.live["VkCommandBuffer"] += 1
+        ctx.live.add("VkCommandBuffer", 1)
         self._recording = False
 
     def begin(self) -> None:
@@ -167,7 +167,7 @@ class CommandBuffer:
         if self.handle is not None and ctx.device is not None:
             vk().vkFreeCommandBuffers(ctx.device, ctx.command_pool, 1, [self.handle])
             self.handle = None
-            ctx.live["VkCommandBuffer"] -= 1
+            ctx.live.add("VkCommandBuffer", -1)
 
 
 class Fence:
@@ -177,7 +177,7 @@ class Fence:
         mod = vk()
         self.ctx = ctx
         self.handle = call("vkCreateFence", mod.vkCreateFence, ctx.device, mod.VkFenceCreateInfo(), None)
-        ctx.live["VkFence"] += 1
+        ctx.live.add("VkFence", 1)
 
     def wait_for(self, timeout_s: float | None = None) -> bool:
         """Block until signalled (True) or `timeout_s` seconds pass (False); HalError when the
@@ -207,7 +207,7 @@ class Fence:
         if self.handle is not None and self.ctx.device is not None:
             vk().vkDestroyFence(self.ctx.device, self.handle, None)
             self.handle = None
-            self.ctx.live["VkFence"] -= 1
+            self.ctx.live.add("VkFence", -1)
 
 
 def submit(ctx: VulkanContext, buffers: list[CommandBuffer], fence: Fence) -> None:

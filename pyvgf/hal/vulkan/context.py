@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import itertools
 import logging
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -110,6 +111,19 @@ def native_arm_extensions() -> tuple[frozenset[str], ...]:
         return tuple(out)
     finally:
         mod.vkDestroyInstance(inst, None)
+
+
+class LiveCounts(Counter):
+    """Live Vulkan objects by type; `add` is safe from several threads (runs in flight create
+    and destroy objects concurrently)."""
+
+    def __init__(self, *args: Any, **kwargs: int) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+
+    def add(self, kind: str, delta: int) -> None:
+        with self._lock:
+            self[kind] += delta
 
 
 _sinks: dict[int, MessageSink] = {}
@@ -217,11 +231,11 @@ class VulkanInstance:
         emulation: str = "auto",
         validation: bool = False,
         on_message: MessageSink | None = None,
-        live: Counter[str] | None = None,
+        live: LiveCounts | None = None,
     ):
         if emulation not in ("auto", "always", "never"):
             raise HalError(f"emulation must be 'auto', 'always' or 'never', not {emulation!r}")
-        self.live: Counter[str] = Counter() if live is None else live
+        self.live = LiveCounts() if live is None else live
         self.handle = None
         self._users = 1
         self._messenger = None
@@ -293,7 +307,7 @@ class VulkanInstance:
                 ppEnabledExtensionNames=extensions or None,
             )
             self.handle = call("vkCreateInstance", mod.vkCreateInstance, info, None)
-        self.live["VkInstance"] += 1
+        self.live.add("VkInstance", 1)
         self.layers = enabled
         if extensions:
             self._create_messenger()
@@ -314,7 +328,7 @@ class VulkanInstance:
         )
         create = mod.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
         self._messenger = create(self.handle, info, None)
-        self.live["VkDebugUtilsMessengerEXT"] += 1
+        self.live.add("VkDebugUtilsMessengerEXT", 1)
 
     def physical_devices(self) -> list[Any]:
         devices = vk().vkEnumeratePhysicalDevices(self.handle)
@@ -403,10 +417,10 @@ class VulkanInstance:
             destroy(self.handle, self._messenger, None)
             self._messenger = None
             _sinks.pop(self._sink_key, None)
-            self.live["VkDebugUtilsMessengerEXT"] -= 1
+            self.live.add("VkDebugUtilsMessengerEXT", -1)
         mod.vkDestroyInstance(self.handle, None)
         self.handle = None
-        self.live["VkInstance"] -= 1
+        self.live.add("VkInstance", -1)
 
 
 class VulkanContext:
@@ -424,7 +438,7 @@ class VulkanContext:
         on_message: MessageSink | None = None,
     ):
         mod = vk()
-        self.live: Counter[str] = Counter()
+        self.live = LiveCounts()
         self.device = None
         if instance is None:
             self.vi = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message, live=self.live)
@@ -489,7 +503,7 @@ class VulkanContext:
             ppEnabledExtensionNames=enable,
         )
         self.device = call("vkCreateDevice", mod.vkCreateDevice, self.physical_device, info, None)
-        self.live["VkDevice"] += 1
+        self.live.add("VkDevice", 1)
         self.arm_device = to_arm("VkDevice", self.device)
         self.fn = _load_device_functions(self.device)
         self.queue = mod.vkGetDeviceQueue(self.device, self.queue_family, 0)
@@ -498,7 +512,7 @@ class VulkanContext:
             queueFamilyIndex=self.queue_family,
         )
         self.command_pool = call("vkCreateCommandPool", mod.vkCreateCommandPool, self.device, pool_info, None)
-        self.live["VkCommandPool"] += 1
+        self.live.add("VkCommandPool", 1)
 
     # -- memory -----------------------------------------------------------------------------
 
@@ -531,13 +545,13 @@ class VulkanContext:
                 continue
             except mod.VkError as exc:
                 raise HalError(f"vkAllocateMemory of {size} bytes failed: {type(exc).__name__}") from exc
-            self.live["VkDeviceMemory"] += 1
+            self.live.add("VkDeviceMemory", 1)
             return memory, index
         raise HalError(f"vkAllocateMemory of {size} bytes failed in every allowed memory type: {type(failure).__name__}")
 
     def free(self, memory: Any) -> None:
         vk().vkFreeMemory(self.device, memory, None)
-        self.live["VkDeviceMemory"] -= 1
+        self.live.add("VkDeviceMemory", -1)
 
     # -- teardown ---------------------------------------------------------------------------
 
@@ -549,10 +563,10 @@ class VulkanContext:
             if getattr(self, "command_pool", None) is not None:
                 mod.vkDestroyCommandPool(self.device, self.command_pool, None)
                 self.command_pool = None
-                self.live["VkCommandPool"] -= 1
+                self.live.add("VkCommandPool", -1)
             mod.vkDestroyDevice(self.device, None)
             self.device = None
-            self.live["VkDevice"] -= 1
+            self.live.add("VkDevice", -1)
         if self.instance is not None:
             self.vi.release()
             self.instance = None
