@@ -38,7 +38,15 @@ def _inspect(args: argparse.Namespace) -> int:
         else:
             index = _checked_index(args.dump_constant, len(vgf.constants), "constant")
             if out.suffix == ".npy":
-                np.save(out, vgf.constant_array(index))
+                array = vgf.constant_array(index)
+                if array.dtype.kind == "V":
+                    print(
+                        f"pyvgf inspect: .npy has no {array.dtype} type; saving its bit pattern as "
+                        f"uint{8 * array.dtype.itemsize} (view it with ml_dtypes.{array.dtype})",
+                        file=sys.stderr,
+                    )
+                    array = array.view(f"<u{array.dtype.itemsize}")
+                np.save(out, array)
             else:
                 out.write_bytes(vgf.constants[index].data.tobytes())
         return 0
@@ -157,12 +165,26 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_run)
 
 
+def _doctor(args: argparse.Namespace) -> int:
+    from .hal.vulkan.doctor import diagnose
+
+    text, usable = diagnose()
+    print(text)
+    return 0 if usable else 1
+
+
+def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="show the Vulkan devices and whether pyvgf can run on them")
+    p.set_defaults(func=_doctor)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_inspect(sub)
     _add_run(sub)
+    _add_doctor(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
