@@ -75,7 +75,7 @@ class Module:
 
 
 def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> np.ndarray:
-    """The module's words as a little-endian-native uint32 array (a copy, never the caller's)."""
+    """The module's words as a native uint32 array (the caller's data is never modified)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if len(raw) % 4:
@@ -86,7 +86,7 @@ def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) 
             raise SpirvError(f"SPIR-V words must be a 1-D integer array, got {data.dtype} {data.shape}")
         if data.dtype.itemsize != 4:
             raise SpirvError(f"SPIR-V words must be 32-bit, got {data.dtype}")
-        words = data.astype(np.uint32, copy=True)
+        words = data.astype(np.uint32, copy=False)
     else:
         try:
             words = np.array(list(data), dtype=np.int64)

@@ -260,15 +260,16 @@ class _Body:
             result_type = rtype
         else:
             raise SpirvError(f"OpExtInst {op}: result type is {describe(rtype)}, not a shaped tensor", word=inst.offset)
-        variadic = {name for name, quantifier in layout if quantifier == "*"}
-        operands: dict[str, Operand | tuple[Operand, ...]] = {name: () for name in variadic}
+        given: dict[str, list[Operand]] = {}
         for i in range(2, len(inst.operands)):
             name = inst.operands[i].name
-            value = self.operand(inst.num(i), inst, name)
-            if name in variadic:
-                operands[name] = (*operands[name], value)  # type: ignore[misc]
-            else:
-                operands[name] = value
+            given.setdefault(name, []).append(self.operand(inst.num(i), inst, name))
+        operands: dict[str, Operand | tuple[Operand, ...]] = {}
+        for name, quantifier in layout:  # grammar order; a variadic operand becomes a tuple
+            if quantifier == "*":
+                operands[name] = tuple(given.get(name, ()))
+            elif name in given:
+                operands[name] = given[name][0]
         node = Node(inst.result, op, result_type, operands, self.decls.names.get(inst.result), inst.offset)
         self.nodes.append(node)
         if isinstance(result_type, tuple):
