@@ -107,7 +107,12 @@ class Node:
 
 @dataclass(frozen=True)
 class Graph:
-    """One graph entry point of a SPIR-V module, ready for planning."""
+    """One graph entry point of a SPIR-V module, ready for planning.
+
+    `inputs`/`outputs` are in graph input/output order; `constants` maps each graph constant id
+    (the OpGraphConstantARM literal) the graph uses to its declared type; `nodes` are in
+    module order, which is an order where every operand is computed before its use.
+    """
 
     name: str
     inputs: list[GraphInterface]
@@ -116,7 +121,6 @@ class Graph:
     nodes: list[Node]
     results: list[Operand]
     """The value each output is set to, in output order."""
-
 
 
 # -- building the graph --------------------------------------------------------------------------
