@@ -229,7 +229,7 @@ class _Body:
         if gc is not None:
             self.constants[gc.constant_id] = gc.type
             return GraphConstant(vid, gc.constant_id, gc.type)
-        c = self.decls.constants.get(vid)
+        c = self.decls.lookup(vid)
         if isinstance(c, np.ndarray):
             return Const(vid, _python(c))
         if c is not None:
