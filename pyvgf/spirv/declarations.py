@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Union
+from typing import Callable, NamedTuple, Union, cast
 
 import ml_dtypes
 import numpy as np
@@ -286,20 +286,21 @@ class Declarations:
         if layout is None:
             return
         dtype, shape = layout
-        ids = [op.value for op in inst.operands]
+        ids = cast("list[int]", [op.value for op in inst.operands])
         if len(ids) != shape[0]:
             raise SpirvError(f"OpConstantComposite: {len(ids)} constituents for shape {shape}", word=inst.offset)
-        if len(shape) == 1:  # scalar constituents: one array from their bits
-            bits = []
-            for cid in ids:
-                part = self.constants.get(cid)  # type: ignore[arg-type]
-                if not (isinstance(part, Bits) and part.dtype == dtype):
-                    self._part(inst, cid, dtype, ())  # type: ignore[arg-type]  (raises: wrong part)
-                bits.append(part.bits)  # type: ignore[union-attr]
-            value = np.array(bits, dtype=f"<u{dtype.itemsize}").view(dtype)
-        else:
-            value = np.stack([self._part(inst, cid, dtype, shape[1:]) for cid in ids])  # type: ignore[arg-type]
-        self._set(inst, value)
+        if len(shape) > 1:
+            self._set(inst, np.stack([self._part(inst, cid, dtype, shape[1:]) for cid in ids]))
+            return
+        raw = f"<u{dtype.itemsize}"
+        bits = []  # scalar constituents: one array made from their bits
+        for cid in ids:
+            part = self.constants.get(cid)
+            if isinstance(part, Bits) and part.dtype == dtype:
+                bits.append(part.bits)
+            else:
+                bits.append(int(self._part(inst, cid, dtype, ()).view(raw)))
+        self._set(inst, np.array(bits, dtype=raw).view(dtype))
 
     def _replicate(self, inst: Instruction) -> None:
         layout = self._aggregate(inst)
