@@ -90,6 +90,7 @@ def rescale_case(draw):
     return x, attrs, consts
 
 
+INEXACT_ROUND = 2
 ROUNDING = {1: "SINGLE_ROUND", 2: "INEXACT_ROUND", 3: "DOUBLE_ROUND"}
 
 
@@ -127,7 +128,15 @@ def _check_rescale(x, attrs, consts):
     line = (f"tosa.rescale {xi}, {', '.join(names.values())} {{{text}}} : "
             f"({mlir_type(x.dtype, x.shape)}, {types})")
     ref = g.reference(line, result)
-    assert_same(run_op("RESCALE", result, input=x, **attrs, **consts), ref)
+    ours = run_op("RESCALE", result, input=x, **attrs, **consts)
+    if attrs["rounding_mode"] == INEXACT_ROUND:
+        # The spec lets INEXACT_ROUND lose precision; the reference model rounds through fp32
+        # (observed errors of up to 2^-23 relative), pyvgf rounds exactly as SINGLE_ROUND.
+        wide, expected = ours.astype(np.int64), ref.astype(np.int64)
+        assert ours.dtype == ref.dtype
+        assert (np.abs(wide - expected) <= 1 + np.abs(expected) * 2.0**-22).all(), (ours, ref)
+    else:
+        assert_same(ours, ref)
 
 
 @FEW
