@@ -1,6 +1,6 @@
 """Reference executors: Arm's own tools run a model so that pyvgf can be checked against them.
 
-    tosa_reference(mlir_text, inputs)   TOSA MLIR through tosa_reference_model (op semantics)
+tosa_reference(mlir_text, inputs)   TOSA MLIR through tosa_reference_model (op semantics)
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from multiprocessing.connection import Connection
 
 import ml_dtypes
 import numpy as np
-
 from fixtures import tosa_from_mlir
 
 
@@ -28,15 +27,26 @@ class ReferenceUnpredictable(ReferenceError):
 # MLIR element type -> numpy dtype, for the types the reference model cannot hand numpy
 # natively (it takes and gives bf16/fp8 as raw bytes).
 _MLIR_TYPES = {
-    "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32), "i48": np.dtype(np.int64), "i64": np.dtype(np.int64),
-    "f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f32": np.dtype(np.float32), "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
+    "i1": np.dtype(np.bool_),
+    "i8": np.dtype(np.int8),
+    "i16": np.dtype(np.int16),
+    "i32": np.dtype(np.int32),
+    "i48": np.dtype(np.int64),
+    "i64": np.dtype(np.int64),
+    "f16": np.dtype(np.float16),
+    "bf16": np.dtype(ml_dtypes.bfloat16),
+    "f32": np.dtype(np.float32),
+    "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
     "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
 }
-_RAW = {np.dtype(ml_dtypes.bfloat16): np.uint16, np.dtype(ml_dtypes.float8_e4m3fn): np.uint8,
-        np.dtype(ml_dtypes.float8_e5m2): np.uint8}
-_MAIN_RESULTS = re.compile(r"func\.func\s+@main\s*\((?:[^()]|\([^()]*\))*\)\s*->\s*(\([^)]*\)|[^{]+)")
+_RAW = {
+    np.dtype(ml_dtypes.bfloat16): np.uint16,
+    np.dtype(ml_dtypes.float8_e4m3fn): np.uint8,
+    np.dtype(ml_dtypes.float8_e5m2): np.uint8,
+}
+_MAIN_RESULTS = re.compile(
+    r"func\.func\s+@main\s*\((?:[^()]|\([^()]*\))*\)\s*->\s*(\([^)]*\)|[^{]+)"
+)
 _ELEMENT = re.compile(r"tensor<(?:[0-9?]+x)*([A-Za-z0-9]+)>")
 
 
@@ -80,7 +90,8 @@ class _Worker:
         if self._proc is None or not self._proc.is_alive():
             parent, child = multiprocessing.get_context("fork").Pipe()
             self._proc = multiprocessing.get_context("fork").Process(
-                target=_reference_worker, args=(child,), daemon=True)
+                target=_reference_worker, args=(child,), daemon=True
+            )
             self._proc.start()
             child.close()
             self._conn = parent

@@ -4,10 +4,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (BF16, BOOL, FLOATS, FP8, FP16, FP32, I8, I16, I32, I48, INTS,
-                      apply_scale_16, apply_scale_32, const_array, dtype_name, expect_bool_attr,
-                      expect_dtype, expect_int_attr, expect_shape, fail, int_min, result_type, saturate,
-                      tensor_type, wrap)
+from ._common import (
+    BF16,
+    BOOL,
+    FLOATS,
+    FP8,
+    FP16,
+    FP32,
+    I8,
+    I16,
+    I32,
+    I48,
+    INTS,
+    apply_scale_16,
+    apply_scale_32,
+    const_array,
+    dtype_name,
+    expect_bool_attr,
+    expect_dtype,
+    expect_int_attr,
+    expect_shape,
+    fail,
+    int_min,
+    result_type,
+    saturate,
+    tensor_type,
+    wrap,
+)
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -59,9 +82,19 @@ def _zero_point(value: np.ndarray, dtype: np.dtype, unsigned: bool) -> int:
 
 
 @tosa_op("RESCALE")
-def rescale(*, scale32: bool, rounding_mode: int, per_channel: bool, input_unsigned: bool,
-            output_unsigned: bool, input: np.ndarray, multiplier: np.ndarray,  # noqa: A002
-            shift: np.ndarray, input_zp: np.ndarray, output_zp: np.ndarray) -> np.ndarray:
+def rescale(
+    *,
+    scale32: bool,
+    rounding_mode: int,
+    per_channel: bool,
+    input_unsigned: bool,
+    output_unsigned: bool,
+    input: np.ndarray,
+    multiplier: np.ndarray,  # noqa: A002
+    shift: np.ndarray,
+    input_zp: np.ndarray,
+    output_zp: np.ndarray,
+) -> np.ndarray:
     in_dtype = input.dtype
     out_dtype = np.asarray(output_zp).dtype
     value = input.astype(np.int64)
@@ -85,8 +118,20 @@ def rescale(*, scale32: bool, rounding_mode: int, per_channel: bool, input_unsig
 
 
 @rescale.check
-def _rescale_check(result, *, scale32, rounding_mode, per_channel, input_unsigned,
-                   output_unsigned, input, multiplier, shift, input_zp, output_zp):  # noqa: A002
+def _rescale_check(
+    result,
+    *,
+    scale32,
+    rounding_mode,
+    per_channel,
+    input_unsigned,
+    output_unsigned,
+    input,
+    multiplier,
+    shift,
+    input_zp,
+    output_zp,
+):  # noqa: A002
     op = "RESCALE"
     res = result_type(op, result)
     t = tensor_type(op, "input", input)
@@ -117,11 +162,16 @@ def _rescale_check(result, *, scale32, rounding_mode, per_channel, input_unsigne
     shifts = const_array(op, "shift", shift, I8, channels)
     if shifts is not None and ((shifts < 2) | (shifts > 62)).any():
         raise fail(op, f"shift values must lie in [2, 62], got {shifts.tolist()}")
-    for name, zp, dtype, unsigned in (("input_zp", input_zp, t.dtype, in_u),
-                                      ("output_zp", output_zp, res.dtype, out_u)):
+    for name, zp, dtype, unsigned in (
+        ("input_zp", input_zp, t.dtype, in_u),
+        ("output_zp", output_zp, res.dtype, out_u),
+    ):
         values = const_array(op, name, zp, dtype, 1)
         if values is None or values[0] == 0 or dtype == I8:
             continue
         if not (dtype == I16 and unsigned and _zero_point(values, dtype, True) == 32768):
-            raise fail(op, f"{name} must be 0 for {dtype_name(dtype)}"
-                           f"{' (or 32768 when unsigned)' if dtype == I16 else ''}, got {values[0]}")
+            raise fail(
+                op,
+                f"{name} must be 0 for {dtype_name(dtype)}"
+                f"{' (or 32768 when unsigned)' if dtype == I16 else ''}, got {values[0]}",
+            )
