@@ -132,7 +132,6 @@ def run_op(name: str, result: TensorType, **operands) -> np.ndarray:
             else v
         )
         for k, v in operands.items()
-        if k != "result_dtype"
     }
     if isinstance(operands.get("input1"), list):
         check_operands["input1"] = [TensorType(a.dtype, a.shape) for a in operands["input1"]]

@@ -181,6 +181,10 @@ def test_rescale_many(case):
 def test_conversion_checks():
     with pytest.raises(TosaError, match="result element type must be one of"):
         run_op("CAST", TensorType(FP32, (2,)), input=np.zeros(2, BOOL), result_dtype=FP32)
+    with pytest.raises(
+        TosaError, match="result_dtype i8 differs from the declared result type i16"
+    ):
+        run_op("CAST", TensorType(I16, (2,)), input=np.zeros(2, FP32), result_dtype=I8)
     base = dict(
         scale32=False,
         rounding_mode=3,

@@ -51,7 +51,8 @@ _CASTS: dict[np.dtype, tuple[np.dtype, ...]] = {
 
 @tosa_op("CAST")
 def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A002
-    """CAST needs the declared result element type: the interpreter passes it as result_dtype."""
+    """CAST's operands do not determine its result type, so besides `input` (the grammar's only
+    operand) it takes `result_dtype`, the element type of the declared result."""
     out = np.dtype(result_dtype)
     src = input.dtype
     if src == BOOL or src in INTS and out in INTS:
@@ -73,6 +74,12 @@ def _cast_check(result, *, input, result_dtype=None):  # noqa: A002
     t = tensor_type(op, "input", input)
     expect_dtype(op, "input", t, tuple(_CASTS))
     expect_dtype(op, "result", res, _CASTS[np.dtype(t.dtype)])
+    if result_dtype is not None and np.dtype(result_dtype) != np.dtype(res.dtype):
+        raise fail(
+            op,
+            f"result_dtype {dtype_name(result_dtype)} differs from the declared result type "
+            f"{dtype_name(res.dtype)}",
+        )
     expect_shape(op, "result", res, t.shape)
 
 
