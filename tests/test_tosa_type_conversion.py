@@ -213,6 +213,12 @@ def test_conversion_checks():
             TensorType(I16, (2,)),
             **{**base, "rounding_mode": 1, "output_zp": np.ones(1, I16)},
         )
+    with pytest.raises(TosaError, match="input_unsigned needs an i8 or i16 result, got i32"):
+        run_op(
+            "RESCALE",
+            TensorType(I32, (2,)),
+            **{**base, "rounding_mode": 1, "input_unsigned": True, "output_zp": np.zeros(1, I32)},
+        )
     with pytest.raises(TosaError, match="scale32 must be false for an i48 input"):
         run_op(
             "RESCALE",

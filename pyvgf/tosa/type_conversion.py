@@ -162,6 +162,10 @@ def _rescale_check(
         raise fail(op, f"input_unsigned needs an i8 or i16 input, got {dtype_name(t.dtype)}")
     if out_u and res.dtype not in (I8, I16):
         raise fail(op, f"output_unsigned needs an i8 or i16 result, got {dtype_name(res.dtype)}")
+    if in_u and res.dtype == I32:
+        raise fail(op, "input_unsigned needs an i8 or i16 result, got i32")
+    if out_u and t.dtype in (I32, I48):
+        raise fail(op, f"output_unsigned needs an i8 or i16 input, got {dtype_name(t.dtype)}")
     if per_channel and t.rank < 1:
         raise fail(op, "per_channel needs an input of rank 1 or more")
     channels = t.shape[-1] if per_channel else 1
