@@ -221,23 +221,28 @@ def float_op(fn: Callable[..., np.ndarray], out_dtype: np.dtype, *inputs: np.nda
 def apply_scale_32(
     value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, double_round: bool
 ) -> np.ndarray:
-    """The specification's apply_scale_32, elementwise on int64 arrays."""
+    """The specification's apply_scale_32, elementwise on int64 arrays (multiplier and shift
+    broadcast against value)."""
+    value = np.asarray(value, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    rounding = np.left_shift(np.int64(1), shift - 1)
+    result = value * np.asarray(multiplier, dtype=np.int64)
+    result += np.left_shift(np.int64(1), shift - 1)
     if double_round:
-        value = np.asarray(value, dtype=np.int64)
         adjust = np.where(shift > 31, np.int64(1 << 30), np.int64(0))
-        rounding = rounding + np.where(value >= 0, adjust, -adjust)
-    product = np.asarray(value, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
-    return np.right_shift(product + rounding, shift)
+        if adjust.any():
+            result += adjust
+            np.subtract(result, 2 * adjust, out=result, where=value < 0)
+    result >>= shift
+    return result
 
 
 def apply_scale_16(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """The specification's apply_scale_16, elementwise on int64 arrays."""
     shift = np.asarray(shift, dtype=np.int64)
-    rounding = np.left_shift(np.int64(1), shift - 1)
-    product = np.asarray(value, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
-    return np.right_shift(product + rounding, shift)
+    result = np.asarray(value, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
+    result += np.left_shift(np.int64(1), shift - 1)
+    result >>= shift
+    return result
 
 
 def nan_maximum(a: np.ndarray, b: np.ndarray, nan_mode: int) -> np.ndarray:
