@@ -154,10 +154,11 @@ def ulps(dtype: np.dtype) -> float:
 
 
 def assert_same(
-    ours: np.ndarray, ref: np.ndarray, *, max_ulps: float = 0.0, abs_tol: float = 0.0
+    ours: np.ndarray, ref: np.ndarray, *, max_ulps: float | np.ndarray = 0.0, abs_tol: float = 0.0
 ) -> None:
-    """Integers and bools exactly; floats within `max_ulps` units in the last place of the
-    reference value (plus `abs_tol`), NaN where the reference has NaN, infinities equal."""
+    """Integers and bools exactly; floats within `max_ulps` (a number, or an array of the result
+    shape) units in the last place of the reference value (plus `abs_tol`), NaN where the
+    reference has NaN, infinities equal."""
     assert ours.dtype == ref.dtype and ours.shape == ref.shape, (
         ours.dtype,
         ours.shape,
@@ -176,7 +177,7 @@ def assert_same(
     scale = np.maximum(
         np.abs(b[finite]), np.finfo(np.float32).tiny if ours.dtype == FP32 else 2.0**-14
     )
-    tol = max_ulps * ulps(ours.dtype) * scale + abs_tol
+    tol = np.broadcast_to(max_ulps, b.shape)[finite] * ulps(ours.dtype) * scale + abs_tol
     bad = ~(np.abs(a[finite] - b[finite]) <= tol)
     assert not bad.any(), (
         f"{bad.sum()} values differ beyond tolerance:\n"
