@@ -21,6 +21,9 @@ from .model import (
     Segment,
     numpy_dtype,
 )
+from .read import read
+from .validate import validate
+from .write import write
 
 __all__ = [
     "NO_INDEX",
@@ -42,4 +45,7 @@ __all__ = [
     "SamplerConfig",
     "Segment",
     "numpy_dtype",
+    "read",
+    "validate",
+    "write",
 ]

@@ -200,6 +200,32 @@ class VGF:
     legacy_constants: bool = False
     """True when the constant section uses the legacy FlatBuffers layout (format < 0.4)."""
 
+    def constant_array(self, index: int) -> np.ndarray:
+        """Constant `index` as an array with the dtype and shape of its resource table entry.
+
+        A view of `Constant.data` (no copy; read-only when read from a file). Raises
+        ValueError when the entry has no numpy dtype, an unknown dimension, or more elements
+        (or strides reaching further) than the data holds.
+        """
+        constant = self.constants[index]
+        resource = self.resources[constant.mrt_index]
+        dtype = numpy_dtype(resource.format)
+        shape = tuple(resource.shape)
+        if any(d < 0 for d in shape):
+            raise ValueError(f"constant {index} has an unknown dimension in shape {list(shape)}")
+        strides = tuple(resource.strides) or None
+        if strides is not None and len(strides) != len(shape):
+            raise ValueError(f"constant {index}: {len(strides)} strides for a rank-{len(shape)} shape")
+        if strides is None:
+            needed = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        else:
+            needed = dtype.itemsize + sum((d - 1) * s for d, s in zip(shape, strides)) if all(shape) else 0
+        if needed > constant.data.size or (strides and min(strides) < 0):
+            raise ValueError(
+                f"constant {index} holds {constant.data.size} bytes, its {dtype} tensor {list(shape)} needs {needed}"
+            )
+        return np.ndarray(shape, dtype=dtype, buffer=constant.data, strides=strides)
+
 
 def numpy_dtype(vk_format: int) -> np.dtype:
     """The numpy dtype that holds one element of a tensor of this VkFormat."""

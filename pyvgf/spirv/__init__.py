@@ -1,0 +1,25 @@
+"""SPIR-V graph modules: binary decoding, the graph IR and a disassembler.
+
+    graph = decode_graph(words)      # the Graph of the module's (only) graph entry point
+    text = disassemble(words)        # readable text for `pyvgf inspect FILE --spirv N`
+"""
+
+from .binary import Instruction, Module, Operand, decode
+from .disasm import disassemble
+from .graph import Const, Graph, GraphConstant, GraphInterface, Input, Node, Result, decode_graph
+
+__all__ = [
+    "Const",
+    "Graph",
+    "GraphConstant",
+    "GraphInterface",
+    "Input",
+    "Instruction",
+    "Module",
+    "Node",
+    "Operand",
+    "Result",
+    "decode",
+    "decode_graph",
+    "disassemble",
+]

@@ -1,0 +1,314 @@
+"""Decode a SPIR-V binary into instructions, with operand layouts from the generated grammar tables.
+
+Every check that needs no meaning is done here: the header (magic, version, id bound), word
+counts, literal strings, enum values, the ids' range and single definition. Anything malformed
+raises SpirvError naming the word offset of the instruction (or header word) at fault.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+
+from ..errors import SpirvError
+from . import tables
+
+#: The largest id bound a module may declare (SPIR-V "Universal Limits": 4 194 303 ids).
+MAX_BOUND = 0x3FFFFF + 1
+HEADER_WORDS = 5
+_SWAPPED_MAGIC = int.from_bytes(tables.MAGIC.to_bytes(4, "little"), "big")
+_OP_EXT_INST_IMPORT = 11
+_OP_TYPE_INT = 21
+_OP_TYPE_FLOAT = 22
+
+
+@dataclass(frozen=True, slots=True)
+class Operand:
+    """One decoded operand: its grammar kind and name, and its value.
+
+    `value` is an id or an integer literal (int), a literal string (str), or an enum value
+    (int; its parameters follow as operands of their own). A context-dependent number
+    (OpConstant, OpSpecConstant) is the integer its words spell, low word first; `words` tells
+    how many words it took.
+    """
+
+    kind: str
+    name: str
+    value: int | str
+    words: int = 1
+
+
+@dataclass(frozen=True, slots=True)
+class Instruction:
+    """One SPIR-V instruction: its word offset, opcode, result type and result ids, operands.
+
+    `result_type` and `result` are 0 when the instruction has none (0 is never a valid id).
+    """
+
+    offset: int
+    opcode: int
+    opname: str
+    result_type: int
+    result: int
+    operands: tuple[Operand, ...]
+
+    def num(self, index: int) -> int:
+        """Operand `index` as an integer: an id, a literal number or an enum value."""
+        return cast(int, self.operands[index].value)
+
+    def text(self, index: int) -> str:
+        """Operand `index` as a literal string."""
+        return cast(str, self.operands[index].value)
+
+
+@dataclass(frozen=True)
+class Module:
+    """A decoded SPIR-V module: header fields and instructions in order."""
+
+    version: tuple[int, int]
+    generator: int
+    bound: int
+    schema: int
+    instructions: tuple[Instruction, ...]
+    ext_inst_sets: dict[int, str]
+
+
+def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> np.ndarray:
+    """The module's words as a little-endian-native uint32 array (a copy, never the caller's)."""
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        raw = bytes(data)
+        if len(raw) % 4:
+            raise SpirvError(f"a SPIR-V binary is whole 32-bit words, got {len(raw)} bytes", word=len(raw) // 4)
+        words = np.frombuffer(raw, dtype="<u4").astype(np.uint32)
+    elif isinstance(data, np.ndarray):
+        if data.ndim != 1 or data.dtype.kind not in "ui":
+            raise SpirvError(f"SPIR-V words must be a 1-D integer array, got {data.dtype} {data.shape}")
+        if data.dtype.itemsize != 4:
+            raise SpirvError(f"SPIR-V words must be 32-bit, got {data.dtype}")
+        words = data.astype(np.uint32, copy=True)
+    else:
+        try:
+            words = np.array(list(data), dtype=np.int64)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise SpirvError(f"SPIR-V words must be integers: {exc}") from None
+        if words.ndim != 1 or (words.size and (words.min() < 0 or words.max() > 0xFFFFFFFF)):
+            raise SpirvError("SPIR-V words must be a flat sequence of 32-bit unsigned integers")
+        words = words.astype(np.uint32)
+    if words.size and int(words[0]) == _SWAPPED_MAGIC:
+        words = words.byteswap()
+    return words
+
+
+def decode(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> Module:
+    """Decode a whole SPIR-V module (bytes in either byte order, or 32-bit words)."""
+    words = as_words(data)
+    return _Decoder(words.tolist()).module()
+
+
+class _Decoder:
+    def __init__(self, words: list[int]):
+        self.words = words
+        self.defined: set[int] = set()
+        self.ext_sets: dict[int, str] = {}
+        self.widths: dict[int, int] = {}  # scalar numeric type id -> bit width
+        self.types: dict[int, int] = {}  # result id -> its result type id
+
+    def module(self) -> Module:
+        w = self.words
+        if len(w) < HEADER_WORDS:
+            raise SpirvError(f"truncated header: {len(w)} of {HEADER_WORDS} words", word=len(w))
+        if w[0] != tables.MAGIC:
+            raise SpirvError(f"bad magic number {w[0]:#010x}, expected {tables.MAGIC:#010x}", word=0)
+        version = w[1]
+        major, minor = (version >> 16) & 0xFF, (version >> 8) & 0xFF
+        if version & 0xFF0000FF or major != 1 or minor > tables.GRAMMAR_VERSION[1]:
+            raise SpirvError(f"unsupported SPIR-V version word {version:#010x}", word=1)
+        self.bound = w[3]
+        if not 0 < self.bound <= MAX_BOUND:
+            raise SpirvError(f"id bound {self.bound} is outside 1..{MAX_BOUND}", word=3)
+        out = []
+        pos = HEADER_WORDS
+        end = len(w)
+        while pos < end:
+            first = w[pos]
+            count, opcode = first >> 16, first & 0xFFFF
+            if count == 0:
+                raise SpirvError(f"instruction word count 0 (opcode {opcode})", word=pos)
+            if pos + count > end:
+                raise SpirvError(
+                    f"instruction (opcode {opcode}) declares {count} words, only {end - pos} remain",
+                    word=pos,
+                )
+            out.append(self.instruction(pos, opcode, pos + count))
+            pos += count
+        return Module((major, minor), w[2], self.bound, w[4], tuple(out), dict(self.ext_sets))
+
+    # -- one instruction ------------------------------------------------------------------------
+
+    def instruction(self, start: int, opcode: int, end: int) -> Instruction:
+        entry = tables.INSTRUCTIONS.get(opcode)
+        if entry is None:
+            raise SpirvError(f"unknown opcode {opcode}", word=start)
+        opname, layout = entry
+        self.at, self.start, self.end, self.opname = start + 1, start, end, opname
+        self.result_type = 0
+        self.result = 0
+        operands: list[Operand] = []
+        self.layout(layout, operands)
+        if self.at != end:
+            raise SpirvError(f"{opname} has {end - self.at} words after its last operand", word=start)
+        result = Instruction(start, opcode, opname, self.result_type, self.result, tuple(operands))
+        if self.result:
+            if self.result_type:
+                self.types[self.result] = self.result_type
+            if opcode in (_OP_TYPE_INT, _OP_TYPE_FLOAT):
+                self.widths[self.result] = result.num(0)
+            elif opcode == _OP_EXT_INST_IMPORT:
+                self.ext_sets[self.result] = result.text(0)
+        return result
+
+    def fail(self, message: str) -> SpirvError:
+        return SpirvError(f"{self.opname}: {message}", word=self.start)
+
+    def layout(self, layout: tuple[tuple[str, ...], ...], out: list[Operand]) -> None:
+        for kind, quantifier, *name in layout:
+            label = name[0] if name else ""
+            if quantifier == "":
+                self.operand(kind, label, out)
+            elif quantifier == "?":
+                if self.at < self.end:
+                    self.operand(kind, label, out)
+            else:
+                while self.at < self.end:
+                    self.operand(kind, label, out)
+
+    def word(self, what: str) -> int:
+        if self.at >= self.end:
+            raise self.fail(f"instruction ends before operand {what}")
+        value = self.words[self.at]
+        self.at += 1
+        return value
+
+    def ref(self, what: str) -> int:
+        value = self.word(what)
+        if not 0 < value < self.bound:
+            raise self.fail(f"operand {what} id {value} is outside 1..{self.bound - 1}")
+        return value
+
+    def operand(self, kind: str, name: str, out: list[Operand]) -> None:
+        what = name or kind
+        if kind == "IdResultType":
+            self.result_type = self.ref(what)
+        elif kind == "IdResult":
+            rid = self.ref(what)
+            if rid in self.defined:
+                raise self.fail(f"id {rid} is defined twice")
+            self.defined.add(rid)
+            self.result = rid
+        elif kind in ("IdRef", "IdScope", "IdMemorySemantics"):
+            out.append(Operand(kind, name, self.ref(what)))
+        elif kind == "LiteralString":
+            out.append(Operand(kind, name, self.string(what)))
+        elif kind in ("LiteralInteger", "LiteralFloat"):
+            out.append(Operand(kind, name, self.word(what)))
+        elif kind == "LiteralContextDependentNumber":
+            n = self.end - self.at
+            if n not in (1, 2):
+                raise self.fail(f"operand {what} takes 1 or 2 words, found {n}")
+            value = self.word(what) | (self.word(what) << 32 if n == 2 else 0)
+            out.append(Operand(kind, name, value, n))
+        elif kind == "LiteralExtInstInteger":
+            self.ext_inst(out)
+        elif kind == "LiteralSpecConstantOpInteger":
+            self.spec_constant_op(name, out)
+        elif kind in tables.COMPOSITE_BASES:
+            self.pair(kind, name, out)
+        elif kind in tables.ENUMS:
+            self.enum(kind, name, out)
+        else:
+            raise self.fail(f"operand kind {kind} is not supported")
+
+    def string(self, what: str) -> str:
+        raw = bytearray()
+        while True:
+            if self.at >= self.end:
+                raise self.fail(f"literal string {what} has no terminating NUL")
+            chunk = self.words[self.at].to_bytes(4, "little")
+            self.at += 1
+            nul = chunk.find(0)
+            if nul >= 0:
+                raw += chunk[:nul]
+                break
+            raw += chunk
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise self.fail(f"literal string {what} is not UTF-8") from None
+
+    def enum(self, kind: str, name: str, out: list[Operand]) -> None:
+        values = tables.ENUMS[kind]
+        value = self.word(name or kind)
+        out.append(Operand(kind, name, value))
+        if tables.KIND_CATEGORY[kind] == "ValueEnum":
+            if value not in values:
+                raise self.fail(f"{value} is not a {kind} value")
+            self.layout(values[value][1], out)
+            return
+        rest = value
+        bit = 1
+        while rest:
+            if rest & bit:
+                if bit not in values:
+                    raise self.fail(f"bit {bit:#x} is not a {kind} flag")
+                self.layout(values[bit][1], out)
+                rest &= ~bit
+            bit <<= 1
+
+    def pair(self, kind: str, name: str, out: list[Operand]) -> None:
+        for base in tables.COMPOSITE_BASES[kind]:
+            if base == "IdRef":
+                out.append(Operand(base, name, self.ref(name or kind)))
+            elif kind == "PairLiteralIntegerIdRef" and self.opname == "OpSwitch":
+                self.switch_literal(name, out)
+            else:
+                out.append(Operand(base, name, self.word(name or kind)))
+
+    def switch_literal(self, name: str, out: list[Operand]) -> None:
+        selector = cast(int, out[0].value)
+        width = self.widths.get(self.types.get(selector, 0), 32)
+        if width > 32:
+            out.append(Operand("LiteralInteger", name, self.word(name) | self.word(name) << 32, 2))
+        else:
+            out.append(Operand("LiteralInteger", name, self.word(name)))
+
+    def ext_inst(self, out: list[Operand]) -> None:
+        number = self.word("Instruction")
+        out.append(Operand("LiteralExtInstInteger", "Instruction", number))
+        set_id = cast(int, out[0].value)
+        if self.ext_sets.get(set_id) != tables.TOSA_SET:
+            while self.at < self.end:
+                out.append(Operand("IdRef", "Operand", self.ref("Operand")))
+            return
+        entry = tables.TOSA_INSTRUCTIONS.get(number)
+        if entry is None:
+            raise self.fail(f"unknown {tables.TOSA_SET} instruction {number}")
+        op, layout = entry
+        self.opname = f"OpExtInst {tables.TOSA_SET} {op}"
+        for name, quantifier in layout:
+            if quantifier == "*":
+                while self.at < self.end:
+                    out.append(Operand("IdRef", name, self.ref(name)))
+            elif quantifier == "" or self.at < self.end:
+                out.append(Operand("IdRef", name, self.ref(name)))
+        self.opname = "OpExtInst"
+
+    def spec_constant_op(self, name: str, out: list[Operand]) -> None:
+        opcode = self.word(name)
+        entry = tables.INSTRUCTIONS.get(opcode)
+        if entry is None:
+            raise self.fail(f"unknown opcode {opcode} in OpSpecConstantOp")
+        out.append(Operand("LiteralSpecConstantOpInteger", name, opcode))
+        self.layout(tuple(k for k in entry[1] if k[0] not in ("IdResultType", "IdResult")), out)

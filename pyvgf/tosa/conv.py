@@ -1,0 +1,313 @@
+"""TOSA 1.0 convolutions: CONV2D, CONV3D, DEPTHWISE_CONV2D and TRANSPOSE_CONV2D (NHWC / NDHWC).
+
+Integer convolutions subtract the zero points and accumulate exactly (int8 x int8 and int8 x int4
+into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
+round once to the output type. All run as an im2col patch matrix times the weight matrix in BLAS
+(see kernels.py for why the integer ones stay bit-exact), depthwise as one multiply-add per tap.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
+
+from . import checking as ck
+from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
+from .kernels import F32, I64, exact_dtype, im2col, max_offset, padded, prepared, scalar, taps
+from .registry import tosa_op
+
+CONV_TYPES = {
+    (I8, I8, I32): I32,
+    (I8, I4, I32): I32,
+    (I16, I8, I48): I48,
+    (FP8E4M3, FP8E4M3, FP16): FP16,
+    (FP8E5M2, FP8E5M2, FP16): FP16,
+    (FP16, FP16, FP16): FP16,
+    (FP16, FP16, FP32): FP16,
+    (BF16, BF16, FP32): BF16,
+    (FP32, FP32, FP32): FP32,
+}
+"""(input, weight, accumulator) -> output element type, per the specification's type tables."""
+
+_OUT = {I8: I32, I16: I48, FP8E4M3: FP16, FP8E5M2: FP16}
+
+
+def _out_dtype(in_dtype: np.dtype) -> np.dtype:
+    return _OUT.get(np.dtype(in_dtype), np.dtype(in_dtype))
+
+
+def _compute_dtype(weight: np.ndarray, weight_zp: int, input_dtype: np.dtype, input_zp: int,
+                   per_output: Callable[[np.ndarray], np.ndarray]) -> np.dtype:
+    """float32 for float types; for integers the fastest exact GEMM dtype.
+
+    `per_output(w)` lays the weight out as [taps, outputs]; the bound of an output's sum is
+    max|x - input_zp| times the sum over its taps of |w - weight_zp|.
+    """
+    if ck.is_float(weight.dtype):
+        return F32
+    wsum = prepared(weight, ("abs-sum", per_output, weight_zp), lambda: int(
+        np.abs(per_output(weight).astype(I64) - weight_zp).sum(axis=0).max(initial=0)))
+    return exact_dtype(max_offset(input_dtype, input_zp) * wsum)
+
+
+def _matrix(weight: np.ndarray, weight_zp: int, dtype: np.dtype,
+            layout: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
+    """layout(weight - weight_zp) as `dtype`, prepared once for a constant weight."""
+    def make() -> np.ndarray:
+        if weight_zp == 0:
+            return layout(weight).astype(dtype, copy=False)
+        return (layout(weight).astype(I64) - weight_zp).astype(dtype)
+    return prepared(weight, ("matrix", layout, dtype, weight_zp), make)
+
+
+def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
+    """acc + bias as the output type: integers are added after the exact cast."""
+    if ck.is_float(out_dtype):
+        acc += bias.astype(F32, copy=False)
+        return acc.astype(out_dtype, copy=False)
+    out = acc.astype(out_dtype, copy=False)
+    out += bias.astype(out_dtype, copy=False)
+    return out
+
+
+def _conv_matrix(w: np.ndarray) -> np.ndarray:
+    return w.reshape(w.shape[0], -1).T
+
+
+def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
+          weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray,
+          dilation: np.ndarray) -> np.ndarray:
+    """CONV2D and CONV3D: input [N, *S, IC], weight [OC, *K, IC], pad (before, after) per axis."""
+    spatial = input.ndim - 2
+    izp, wzp = scalar(input_zp), scalar(weight_zp)
+    kernel = weight.shape[1:-1]
+    pads = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(spatial)]
+    stride = [int(s) for s in stride]
+    dilation = [int(d) for d in dilation]
+    out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1
+                for n, (a, b), k, d, s in zip(input.shape[1:-1], pads, kernel, dilation, stride)]
+    dtype = _compute_dtype(weight, wzp, input.dtype, izp, _conv_matrix)
+    wmat = _matrix(weight, wzp, dtype, _conv_matrix)
+    xp = padded(input, dtype, pads, izp)
+    acc = im2col(xp, kernel, stride, dilation, out_size) @ wmat
+    acc = acc.reshape(input.shape[0], *out_size, weight.shape[0])
+    return _finish(acc, bias, _out_dtype(input.dtype))
+
+
+@tosa_op("CONV2D")
+def conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
+           weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
+           acc_type: int, local_bound: bool = False) -> np.ndarray:
+    """2-D convolution: input [N,IH,IW,IC], weight [OC,KH,KW,IC], pad [top,bottom,left,right]."""
+    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation)
+
+
+@tosa_op("CONV3D")
+def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
+           weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
+           acc_type: int, local_bound: bool = False) -> np.ndarray:
+    """3-D convolution: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC], pad [d0,d1,top,...]."""
+    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation)
+
+
+_EINSUM_CHANNELS = 64
+"""From this many channels a depthwise window sum in einsum beats per-tap multiply-adds."""
+
+
+def _depthwise_taps(w: np.ndarray) -> np.ndarray:
+    return w.reshape(-1, w.shape[2] * w.shape[3])
+
+
+@tosa_op("DEPTHWISE_CONV2D")
+def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
+                     input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
+                     stride: np.ndarray, dilation: np.ndarray, acc_type: int,
+                     local_bound: bool = False) -> np.ndarray:
+    """Depthwise convolution: input [N,IH,IW,C], weight [KH,KW,C,M], output [N,OH,OW,C*M]."""
+    izp, wzp = scalar(input_zp), scalar(weight_zp)
+    kh, kw, channels, mult = weight.shape
+    pads = [(int(pad[0]), int(pad[1])), (int(pad[2]), int(pad[3]))]
+    stride = [int(s) for s in stride]
+    dilation = [int(d) for d in dilation]
+    out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1
+                for n, (a, b), k, d, s in zip(input.shape[1:3], pads, (kh, kw), dilation, stride)]
+    dtype = _compute_dtype(weight, wzp, input.dtype, izp, _depthwise_taps)
+    wtaps = _matrix(weight, wzp, dtype, _depthwise_taps)
+    xp = padded(input, dtype, pads, izp)
+    n = input.shape[0]
+    if channels >= _EINSUM_CHANNELS:
+        # Many channels: one pass summing the 3x3 window of each channel (sliding view).
+        windows = sliding_window_view(xp, ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1),
+                                      axis=(1, 2))
+        windows = windows[:, :(out_size[0] - 1) * stride[0] + 1:stride[0],
+                          :(out_size[1] - 1) * stride[1] + 1:stride[1], :,
+                          ::dilation[0], ::dilation[1]]
+        acc = np.einsum("nhwcij,ijcm->nhwcm", windows, wtaps.reshape(kh, kw, channels, mult))
+        return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
+    acc = np.empty((n, *out_size, channels, mult), dtype)
+    tmp = np.empty((n, *out_size, channels), dtype)
+    # Few channels: one multiply-add per tap and multiplier m, each running along the channels.
+    for t, (_, window) in enumerate(taps((kh, kw), stride, dilation, out_size)):
+        view = xp[(slice(None), *window)]
+        for m in range(mult):
+            w = wtaps[t, m::mult]
+            if t == 0:
+                np.multiply(view, w, out=acc[..., m])
+            else:
+                np.multiply(view, w, out=tmp)
+                acc[..., m] += tmp
+    return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
+
+
+def _transpose_matrix(w: np.ndarray) -> np.ndarray:
+    return w.transpose(3, 1, 2, 0).reshape(w.shape[3], -1)
+
+
+@tosa_op("TRANSPOSE_CONV2D")
+def transpose_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
+                     input_zp: np.ndarray, weight_zp: np.ndarray, out_pad: np.ndarray,
+                     stride: np.ndarray, acc_type: int, local_bound: bool = False) -> np.ndarray:
+    """Transposed convolution: input [N,IH,IW,IC], weight [OC,KH,KW,IC], out_pad may crop."""
+    izp, wzp = scalar(input_zp), scalar(weight_zp)
+    n, ih, iw, ic = input.shape
+    oc, kh, kw, _ = weight.shape
+    sy, sx = (int(s) for s in stride)
+    top, bottom, left, right = (int(p) for p in out_pad)
+    dtype = _compute_dtype(weight, wzp, input.dtype, izp, _conv_matrix)
+    wmat = _matrix(weight, wzp, dtype, _transpose_matrix)
+    xp = padded(input, dtype, [], izp)
+    # Every input pixel times every tap, then each tap scattered to its strided output grid.
+    taps_out = (xp.reshape(-1, ic) @ wmat).reshape(n, ih, iw, kh, kw, oc)
+    full = np.zeros((n, (ih - 1) * sy + kh, (iw - 1) * sx + kw, oc), dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            full[:, ky:ky + (ih - 1) * sy + 1:sy, kx:kx + (iw - 1) * sx + 1:sx] += \
+                taps_out[:, :, :, ky, kx]
+    oh = (ih - 1) * sy + top + bottom + kh
+    ow = (iw - 1) * sx + left + right + kw
+    acc = np.zeros((n, oh, ow, oc), dtype)
+    # Output row oy holds full row oy - top (a negative out_pad crops the full result).
+    y0, x0 = max(top, 0), max(left, 0)
+    y1, x1 = min(oh, top + full.shape[1]), min(ow, left + full.shape[2])
+    if y1 > y0 and x1 > x0:
+        acc[:, y0:y1, x0:x1] = full[:, y0 - top:y1 - top, x0 - left:x1 - left]
+    return _finish(acc, bias, _out_dtype(input.dtype))
+
+
+# Plan-time checks ---------------------------------------------------------------------------
+
+
+def _check_types(op: str, input: object, weight: object, bias: object, input_zp: object,
+                 weight_zp: object, acc_type: object) -> tuple[np.dtype, int]:
+    """Element types against the type table; returns (output dtype, bias channels)."""
+    in_t, w_t, b_t = ck.type_of(input), ck.type_of(weight), ck.type_of(bias)
+    acc = ck.ACC_TYPES[ck.enum(op, "acc_type", acc_type, ck.ACC_TYPES)]
+    out = CONV_TYPES.get((in_t.dtype, w_t.dtype, acc))
+    if out is None:
+        raise ck.fail(op, "weight", f"{in_t.dtype} input, {w_t.dtype} weight and {acc} "
+                                    "accumulator are not a supported combination")
+    if b_t.rank != 1 or b_t.dtype != out:
+        raise ck.fail(op, "bias", f"must be a rank-1 {out} tensor, got {b_t}")
+    ck.zero_point(op, "input_zp", input_zp, in_t.dtype)
+    ck.zero_point(op, "weight_zp", weight_zp, w_t.dtype)
+    return out, b_t.shape[0]
+
+
+def _check_window(op: str, sizes: tuple[int, ...], kernel: tuple[int, ...], pad: object,
+                  stride: object, dilation: object) -> list[int]:
+    """Output spatial sizes of a convolution window, which must divide exactly."""
+    spatial = len(sizes)
+    pads = ck.attribute(op, "pad", pad, 2 * spatial)
+    strides = ck.attribute(op, "stride", stride, spatial)
+    dilations = ck.attribute(op, "dilation", dilation, spatial)
+    if min(pads) < 0:
+        raise ck.fail(op, "pad", f"must be >= 0, got {list(pads)}")
+    if min(strides) < 1:
+        raise ck.fail(op, "stride", f"must be >= 1, got {list(strides)}")
+    if min(dilations) < 1:
+        raise ck.fail(op, "dilation", f"must be >= 1, got {list(dilations)}")
+    out = []
+    for i, (n, k, d, s) in enumerate(zip(sizes, kernel, dilations, strides)):
+        span = n - 1 + pads[2 * i] + pads[2 * i + 1] - (k - 1) * d
+        if span < 0:
+            raise ck.fail(op, "weight", f"kernel {k} (dilation {d}) is larger than the padded "
+                                        f"input {n + pads[2 * i] + pads[2 * i + 1]}")
+        out.append(ck.exact_div(op, "stride", span, s) + 1)
+    return out
+
+
+def _check_bias(op: str, channels: int, bias_channels: int) -> None:
+    if bias_channels not in (1, channels):
+        raise ck.fail(op, "bias", f"must have 1 or {channels} elements, got {bias_channels}")
+
+
+def _check_conv(op: str, result: object, input: object, weight: object, bias: object,
+                input_zp: object, weight_zp: object, pad: object, stride: object,
+                dilation: object, acc_type: object, spatial: int) -> None:
+    x = ck.rank(op, "input", input, spatial + 2)
+    w = ck.rank(op, "weight", weight, spatial + 2)
+    out_dtype, bias_channels = _check_types(op, input, weight, bias, input_zp, weight_zp, acc_type)
+    if w.shape[-1] != x.shape[-1]:
+        raise ck.fail(op, "weight", f"has {w.shape[-1]} input channels, input has {x.shape[-1]}")
+    _check_bias(op, w.shape[0], bias_channels)
+    out = _check_window(op, x.shape[1:-1], w.shape[1:-1], pad, stride, dilation)
+    ck.result(op, result, out_dtype, (x.shape[0], *out, w.shape[0]))
+
+
+@conv2d.check
+def _conv2d_check(result: object, *, input: object, weight: object, bias: object,
+                  input_zp: object, weight_zp: object, pad: object, stride: object,
+                  dilation: object, acc_type: object, local_bound: object = False) -> None:
+    _check_conv("CONV2D", result, input, weight, bias, input_zp, weight_zp, pad, stride,
+                dilation, acc_type, 2)
+
+
+@conv3d.check
+def _conv3d_check(result: object, *, input: object, weight: object, bias: object,
+                  input_zp: object, weight_zp: object, pad: object, stride: object,
+                  dilation: object, acc_type: object, local_bound: object = False) -> None:
+    _check_conv("CONV3D", result, input, weight, bias, input_zp, weight_zp, pad, stride,
+                dilation, acc_type, 3)
+
+
+@depthwise_conv2d.check
+def _depthwise_conv2d_check(result: object, *, input: object, weight: object, bias: object,
+                            input_zp: object, weight_zp: object, pad: object, stride: object,
+                            dilation: object, acc_type: object,
+                            local_bound: object = False) -> None:
+    op = "DEPTHWISE_CONV2D"
+    x = ck.rank(op, "input", input, 4)
+    w = ck.rank(op, "weight", weight, 4)
+    out_dtype, bias_channels = _check_types(op, input, weight, bias, input_zp, weight_zp, acc_type)
+    if w.shape[2] != x.shape[3]:
+        raise ck.fail(op, "weight", f"has {w.shape[2]} channels, input has {x.shape[3]}")
+    _check_bias(op, w.shape[2] * w.shape[3], bias_channels)
+    out = _check_window(op, x.shape[1:3], w.shape[:2], pad, stride, dilation)
+    ck.result(op, result, out_dtype, (x.shape[0], *out, w.shape[2] * w.shape[3]))
+
+
+@transpose_conv2d.check
+def _transpose_conv2d_check(result: object, *, input: object, weight: object, bias: object,
+                            input_zp: object, weight_zp: object, out_pad: object,
+                            stride: object, acc_type: object,
+                            local_bound: object = False) -> None:
+    op = "TRANSPOSE_CONV2D"
+    x = ck.rank(op, "input", input, 4)
+    w = ck.rank(op, "weight", weight, 4)
+    out_dtype, bias_channels = _check_types(op, input, weight, bias, input_zp, weight_zp, acc_type)
+    if w.shape[3] != x.shape[3]:
+        raise ck.fail(op, "weight", f"has {w.shape[3]} input channels, input has {x.shape[3]}")
+    _check_bias(op, w.shape[0], bias_channels)
+    top, bottom, left, right = ck.attribute(op, "out_pad", out_pad, 4)
+    sy, sx = ck.attribute(op, "stride", stride, 2)
+    kh, kw = w.shape[1:3]
+    if min(top, bottom) <= -kh or min(left, right) <= -kw:
+        raise ck.fail(op, "out_pad", f"must be > -kernel ({kh}, {kw}), got "
+                                     f"{[top, bottom, left, right]}")
+    if min(sy, sx) < 1:
+        raise ck.fail(op, "stride", f"must be >= 1, got {[sy, sx]}")
+    oh = (x.shape[1] - 1) * sy + top + bottom + kh
+    ow = (x.shape[2] - 1) * sx + left + right + kw
+    ck.result(op, result, out_dtype, (x.shape[0], oh, ow, w.shape[0]))

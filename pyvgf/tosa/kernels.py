@@ -1,0 +1,143 @@
+"""Numeric building blocks of the convolution, matmul and pooling operators.
+
+Integer dot products must be bit-exact, yet integer matmul in numpy does not use BLAS. A float
+GEMM is exact when every partial sum is an integer below the float's 2**mantissa: then no order
+of summation can round. `exact_dtype` picks float32 or float64 from a bound on the sum of
+absolute products and falls back to int64 only when neither is exact.
+
+Weight preparation (zero-point subtraction, layout for the GEMM) is cached for weights that
+cannot change: read-only arrays whose memory is read-only too (constants the interpreter holds).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from itertools import product
+from typing import TypeVar
+
+import ml_dtypes
+import numpy as np
+
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
+
+T = TypeVar("T")
+
+
+def exact_dtype(bound: int) -> np.dtype:
+    """The fastest dtype whose GEMM sums integers of absolute sum below `bound` exactly."""
+    if bound < 2**24:
+        return F32
+    if bound < 2**53:
+        return F64
+    return I64
+
+
+def max_offset(dtype: np.dtype, zero_point: int) -> int:
+    """The largest |x - zero_point| over every value x of the integer `dtype` (int4 included)."""
+    info = ml_dtypes.iinfo(dtype)
+    return max(int(info.max) - zero_point, zero_point - int(info.min))
+
+
+def scalar(zero_point: np.ndarray | None) -> int | float:
+    """A zero point's value (absent or empty counts as 0)."""
+    if zero_point is None:
+        return 0
+    array = np.asarray(zero_point).reshape(-1)
+    if array.size == 0:
+        return 0
+    value = array[0]
+    return int(value) if array.dtype.kind in "iu" else float(value)
+
+
+def _immutable(array: np.ndarray) -> bool:
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return base is None or isinstance(base, bytes) or (
+        isinstance(base, memoryview) and base.readonly and isinstance(base.obj, bytes))
+
+
+_CACHE: dict[tuple[int, Hashable], tuple[weakref.ref, object]] = {}
+
+
+def prepared(weight: np.ndarray, key: Hashable, make: Callable[[], T]) -> T:
+    """make(), computed once per immutable `weight` and `key`; every call for other weights."""
+    if not _immutable(weight):
+        return make()
+    slot = (id(weight), key)
+    hit = _CACHE.get(slot)
+    if hit is not None and hit[0]() is weight:
+        return hit[1]  # type: ignore[return-value]
+    value = make()
+    _CACHE[slot] = (weakref.ref(weight, lambda _, slot=slot, cache=_CACHE: cache.pop(slot, None)),
+                    value)
+    return value
+
+
+def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
+           offset: int | float = 0, fill: int | float = 0) -> np.ndarray:
+    """x - offset as `dtype`, with spatial axes 1.. padded by `pads` (before, after) with fill.
+
+    Returns `x` itself when nothing needs doing (same dtype, no offset, no padding).
+    """
+    if not any(p for pair in pads for p in pair):
+        if x.dtype == dtype and offset == 0:
+            return x
+        out = x.astype(dtype)
+        if offset:
+            out -= offset
+        return out
+    shape = (x.shape[0], *(n + a + b for n, (a, b) in zip(x.shape[1:], pads)), *x.shape[1 + len(pads):])
+    out = np.full(shape, fill, dtype) if fill else np.zeros(shape, dtype)
+    inner = out[(slice(None), *(slice(a, a + n) for n, (a, _) in zip(x.shape[1:], pads)))]
+    inner[...] = x
+    if offset:
+        inner -= offset
+    return out
+
+
+def taps(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+         out_size: Sequence[int]) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+    """For each kernel position, its index and the slices of the padded input it reads.
+
+    The slices select, for every output position, the input element under that kernel tap.
+    """
+    for index in product(*(range(k) for k in kernel)):
+        yield index, tuple(
+            slice(k * d, k * d + (o - 1) * s + 1, s)
+            for k, d, o, s in zip(index, dilation, out_size, stride))
+
+
+def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
+           dilation: Sequence[int], out_size: Sequence[int]) -> np.ndarray:
+    """The patch matrix [N * prod(out_size), prod(kernel) * C] of padded input xp [N, *S, C].
+
+    With many channels each tap copies runs of C contiguous values; with few, runs that short
+    would cost a loop step each, so the patches are gathered transposed (runs along the output
+    width) and the transposed view returned: BLAS takes either layout without a copy.
+    """
+    n, channels = xp.shape[0], xp.shape[-1]
+    spatial = len(kernel)
+    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
+        return xp.reshape(-1, channels)
+    rows = n * int(np.prod(out_size))
+    if channels >= _SHORT_RUN:
+        cols = np.empty((n, *out_size, *kernel, channels), xp.dtype)
+        lead = (slice(None),) * (1 + spatial)
+        for index, window in taps(kernel, stride, dilation, out_size):
+            cols[lead + index] = xp[(slice(None), *window)]
+        return cols.reshape(rows, -1)
+    cols_t = np.empty((*kernel, channels, n, *out_size), xp.dtype)
+    order = (1 + spatial, 0, *range(1, 1 + spatial))
+    for index, window in taps(kernel, stride, dilation, out_size):
+        cols_t[index] = xp[(slice(None), *window)].transpose(order)
+    return cols_t.reshape(-1, rows).T
+
+
+_SHORT_RUN = 16
+"""Channel counts below this gather im2col patches transposed."""

@@ -1,0 +1,118 @@
+"""TOSA 1.0 MATMUL, FFT2D and RFFT2D.
+
+MATMUL multiplies batches of matrices in BLAS: floats in float32, integers (zero points
+subtracted) in the fastest float type that sums them exactly (kernels.exact_dtype). The FFTs are
+numpy's, computed in float64 and rounded once to float32: the specification's unnormalised DFT,
+forward with e^(-i...) and inverse with e^(+i...).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import checking as ck
+from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, I48
+from .kernels import F32, I64, exact_dtype, max_offset, scalar
+from .registry import tosa_op
+
+MATMUL_TYPES = {
+    I8: (I32,), I16: (I48,), FP8E4M3: (FP16,), FP8E5M2: (FP16,), FP16: (FP16, FP32),
+    BF16: (FP32,), FP32: (FP32,),
+}
+"""Input element type -> the output types MATMUL may declare."""
+
+_MATMUL_OUT = {I8: I32, I16: I48, FP8E4M3: FP16, FP8E5M2: FP16, FP16: FP16, BF16: FP32,
+               FP32: FP32}
+"""The output type this implementation returns (fp16 -> fp16: the operands cannot tell
+the fp16-with-fp32-accumulate variant apart)."""
+
+
+@tosa_op("MATMUL")
+def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray) -> np.ndarray:
+    """Batched matrix product: A [N,H,C] times B [N,C,W] -> [N,H,W]."""
+    out_dtype = _MATMUL_OUT[A.dtype]
+    if ck.is_float(A.dtype):
+        a = A.astype(F32, copy=False)
+        b = B.astype(F32, copy=False)
+        return np.matmul(a, b).astype(out_dtype, copy=False)
+    azp, bzp = scalar(A_zp), scalar(B_zp)
+    dtype = exact_dtype(A.shape[2] * max_offset(A.dtype, azp) * max_offset(B.dtype, bzp))
+    a = A.astype(dtype)
+    b = B.astype(dtype)
+    if azp:
+        a -= azp
+    if bzp:
+        b -= bzp
+    return np.matmul(a, b).astype(out_dtype, copy=False)
+
+
+@tosa_op("FFT2D")
+def fft2d(*, input_real: np.ndarray, input_imag: np.ndarray, inverse: bool,
+          local_bound: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """2-D DFT over the last two axes of [N,H,W] real/imaginary pairs (unnormalised)."""
+    signal = input_real.astype(np.float64) + 1j * input_imag.astype(np.float64)
+    spectrum = np.fft.fft2(signal) if not inverse else np.fft.ifft2(signal, norm="forward")
+    return spectrum.real.astype(FP32), spectrum.imag.astype(FP32)
+
+
+@tosa_op("RFFT2D")
+def rfft2d(*, input_real: np.ndarray, local_bound: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """2-D DFT of a real [N,H,W] tensor: the W/2+1 non-redundant columns."""
+    spectrum = np.fft.rfft2(input_real.astype(np.float64))
+    return spectrum.real.astype(FP32), spectrum.imag.astype(FP32)
+
+
+# Plan-time checks ---------------------------------------------------------------------------
+
+
+@matmul.check
+def _matmul_check(result: object, *, A: object, B: object, A_zp: object, B_zp: object) -> None:
+    op = "MATMUL"
+    a = ck.rank(op, "A", A, 3)
+    b = ck.rank(op, "B", B, 3)
+    if a.dtype not in MATMUL_TYPES:
+        raise ck.fail(op, "A", f"element type {a.dtype} is not supported")
+    if b.dtype != a.dtype:
+        raise ck.fail(op, "B", f"must have A's element type {a.dtype}, got {b.dtype}")
+    if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
+        raise ck.fail(op, "B", f"shape {list(b.shape)} does not fit A {list(a.shape)}")
+    ck.zero_point(op, "A_zp", A_zp, a.dtype)
+    ck.zero_point(op, "B_zp", B_zp, b.dtype)
+    declared = ck.type_of(result)
+    if declared.dtype != _MATMUL_OUT[a.dtype]:
+        allowed = MATMUL_TYPES[a.dtype]
+        why = ("the interpreter returns fp16 for fp16 operands"
+               if declared.dtype in allowed else f"allowed: {[str(t) for t in allowed]}")
+        raise ck.fail(op, "output", f"declared {declared.dtype} for {a.dtype} operands; {why}")
+    ck.result(op, result, declared.dtype, (a.shape[0], a.shape[1], b.shape[2]))
+
+
+def _check_fft_shape(op: str, name: str, ttype, shape: tuple[int, ...] | None = None) -> None:
+    if ttype.rank != 3 or ttype.dtype != FP32:
+        raise ck.fail(op, name, f"must be a rank-3 fp32 tensor, got {ttype}")
+    if shape is not None and tuple(ttype.shape) != shape:
+        raise ck.fail(op, name, f"must have shape {list(shape)}, got {list(ttype.shape)}")
+    for axis, size in zip("HW", ttype.shape[1:]):
+        if size < 1 or size & (size - 1):
+            raise ck.fail(op, name, f"{axis} = {size} must be a power of two")
+
+
+@fft2d.check
+def _fft2d_check(result: tuple, *, input_real: object, input_imag: object, inverse: object,
+                 local_bound: object = False) -> None:
+    op = "FFT2D"
+    re = ck.type_of(input_real)
+    _check_fft_shape(op, "input_real", re)
+    _check_fft_shape(op, "input_imag", ck.type_of(input_imag), tuple(re.shape))
+    ck.result(op, result[0], FP32, re.shape, "output_real")
+    ck.result(op, result[1], FP32, re.shape, "output_imag")
+
+
+@rfft2d.check
+def _rfft2d_check(result: tuple, *, input_real: object, local_bound: object = False) -> None:
+    op = "RFFT2D"
+    re = ck.type_of(input_real)
+    _check_fft_shape(op, "input_real", re)
+    shape = (re.shape[0], re.shape[1], re.shape[2] // 2 + 1)
+    ck.result(op, result[0], FP32, shape, "output_real")
+    ck.result(op, result[1], FP32, shape, "output_imag")

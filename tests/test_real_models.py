@@ -1,0 +1,74 @@
+"""The two real int8 models run through pyvgf bit-exactly as Arm's scenario_runner runs them.
+
+The reference is scenario_runner on Vulkan with the ML emulation layer (lavapipe here), on
+seeded random int8 inputs; its outputs are cached under .cache/real-models keyed by the model's
+content and the seed, so CI pays for the Vulkan run once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import references  # tools/references.py (tests/conftest.py puts tools/ on sys.path)
+import tosa_conformance  # tools/tosa_conformance.py: run_vgf, pyvgf's parts called directly
+
+ROOT = Path(__file__).resolve().parents[1]
+CACHE = ROOT / ".cache" / "real-models"
+SEEDS = (0, 1)
+MODELS = {"mobilenet_v2": "mobilenet_v2_int8.vgf", "vww4": "vww4_int8.vgf"}
+
+
+@pytest.fixture(scope="module", params=sorted(MODELS))
+def real_model(request) -> Path:
+    """Each real int8 model of shared/fixtures/real/, found beside the checkout or above it
+    (a git worktree sits one level deeper than the main checkout). Never modified."""
+    for parent in ROOT.parents:
+        path = parent / "shared" / "fixtures" / "real" / MODELS[request.param]
+        if path.exists():
+            return path
+    pytest.fail(f"{MODELS[request.param]} not found in shared/fixtures/real/ above {ROOT}")
+
+
+def _inputs(vgf: Path, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    specs, _ = references.vgf_io(vgf)
+    return [rng.integers(-128, 128, size=s.shape, dtype=np.int8).astype(s.dtype) for s in specs]
+
+
+def _scenario_outputs(vgf: Path, seed: int, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    key = hashlib.sha256(vgf.read_bytes()).hexdigest()[:16]
+    cached = CACHE / f"{vgf.stem}-{key}-seed{seed}.npz"
+    if cached.exists():
+        with np.load(cached) as data:
+            return [data[f"output_{k}"] for k in range(len(data.files))]
+    outputs = references.scenario_run(vgf, inputs)
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_name(cached.name + ".tmp.npz")
+    np.savez(tmp, **{f"output_{k}": o for k, o in enumerate(outputs)})
+    tmp.replace(cached)
+    return outputs
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_real_model_matches_scenario_runner(real_model: Path, seed: int) -> None:
+    inputs = _inputs(real_model, seed)
+    expected = _scenario_outputs(real_model, seed, inputs)
+    got = tosa_conformance.run_vgf(real_model, [x.copy() for x in inputs])
+    assert len(got) == len(expected)
+    for k, (g, e) in enumerate(zip(got, expected)):
+        assert g.dtype == e.dtype and g.shape == e.shape, f"output {k}: {g.dtype}{g.shape}"
+        diff = np.flatnonzero(g.astype(np.int64) != e.astype(np.int64))
+        assert diff.size == 0, (
+            f"output {k}: {diff.size}/{e.size} elements differ, first at {diff[0]}: "
+            f"pyvgf {g.flat[diff[0]]}, scenario_runner {e.flat[diff[0]]}"
+        )
+
+
+def test_scenario_outputs_depend_on_input(real_model: Path) -> None:
+    """The oracle itself is not constant: two seeds give two different outputs."""
+    outs = [_scenario_outputs(real_model, s, _inputs(real_model, s))[0] for s in SEEDS]
+    assert not np.array_equal(outs[0], outs[1])
