@@ -102,7 +102,6 @@ def conv_case(op: str, dtypes, geometry, n: int, ic: int, oc: int, seed: int, bi
     in_dt, w_dt, acc, out_dt = dtypes
     sizes, kernel, pad, stride, dilation = geometry
     rng = np.random.default_rng(seed)
-    spatial = len(sizes)
     x = data(rng, (n, *sizes, ic), in_dt)
     if op == "DEPTHWISE_CONV2D":
         w = data(rng, (*kernel, ic, oc), w_dt)
@@ -382,11 +381,11 @@ def test_rfft2d(n, h, w, seed):
 
 
 def _conv2d_operands(**change):
-    operands = dict(
-        input=TensorType(I8, (1, 8, 8, 4)), weight=np.zeros((6, 3, 3, 4), I8),
-        bias=np.zeros(6, I32), input_zp=np.zeros(1, I8), weight_zp=np.zeros(1, I8),
-        pad=np.array([1, 1, 1, 1]), stride=np.array([1, 1]), dilation=np.array([1, 1]),
-        acc_type=1, local_bound=False)
+    operands = {
+        "input": TensorType(I8, (1, 8, 8, 4)), "weight": np.zeros((6, 3, 3, 4), I8),
+        "bias": np.zeros(6, I32), "input_zp": np.zeros(1, I8), "weight_zp": np.zeros(1, I8),
+        "pad": np.array([1, 1, 1, 1]), "stride": np.array([1, 1]), "dilation": np.array([1, 1]),
+        "acc_type": 1, "local_bound": False}
     operands.update(change)
     return operands
 

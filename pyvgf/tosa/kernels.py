@@ -80,7 +80,7 @@ def prepared(weight: np.ndarray, key: Hashable, make: Callable[[], T]) -> T:
 
 
 def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
-           offset: int | float = 0, fill: int | float = 0) -> np.ndarray:
+           offset: float = 0, fill: float = 0) -> np.ndarray:
     """x - offset as `dtype`, with spatial axes 1.. padded by `pads` (before, after) with fill.
 
     Returns `x` itself when nothing needs doing (same dtype, no offset, no padding).
@@ -92,7 +92,8 @@ def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
         if offset:
             out -= offset
         return out
-    shape = (x.shape[0], *(n + a + b for n, (a, b) in zip(x.shape[1:], pads)), *x.shape[1 + len(pads):])
+    spatial = [n + a + b for n, (a, b) in zip(x.shape[1:], pads)]
+    shape = (x.shape[0], *spatial, *x.shape[1 + len(pads):])
     out = np.full(shape, fill, dtype) if fill else np.zeros(shape, dtype)
     inner = out[(slice(None), *(slice(a, a + n) for n, (a, _) in zip(x.shape[1:], pads)))]
     inner[...] = x
