@@ -460,3 +460,20 @@ def test_constant_weights_are_prepared_once():
     view = writable.view()
     view.flags.writeable = False  # read-only view of writable memory: not a constant
     assert prepared(view, "k", make) == 4
+
+
+F8B = np.dtype(ml_dtypes.float8_e5m2)
+
+
+@pytest.mark.parametrize("dtype", [F8, F8B], ids=str)
+def test_fp8_operators(dtype):
+    """fp8 inputs accumulate into fp16 in every operator that takes them."""
+    dtypes = (dtype, dtype, F16, F16)
+    geometry = ([5, 6], [3, 2], [1, 1, 0, 1], [2, 1], [1, 2])
+    for op in ("CONV2D", "DEPTHWISE_CONV2D"):
+        run_conv_case(conv_case(op, dtypes, geometry, 1, 3, 2, 1, False))
+    run_conv_case(transpose_case(dtypes, 1, 3, 3, 2, 2, 2, 2, 2, 2, [0, 1, -1, 0], 1, False))
+    run_case(matmul_case(dtype, F16, 2, 3, 5, 4, 1))
+    pool = ([5, 5], [2, 2], [0, 1, 0, 1], [2, 2], None)
+    run_case(pool_case("AVG_POOL2D", dtype, F16, pool, 1, 3, 1))
+    run_case(pool_case("MAX_POOL2D", dtype, None, pool, 1, 3, 1))
