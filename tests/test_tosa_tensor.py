@@ -6,6 +6,9 @@ data. Integer results must match bit for bit, floating-point ones within the res
 
 from __future__ import annotations
 
+import mmap
+import tempfile
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -460,6 +463,13 @@ def test_constant_weights_are_prepared_once():
     view = writable.view()
     view.flags.writeable = False  # read-only view of writable memory: not a constant
     assert prepared(view, "k", make) == 4
+    behind = np.frombuffer(memoryview(bytearray(8)).toreadonly(), np.int8)
+    assert prepared(behind, "k", make) == 5  # a read-only window on a bytearray
+    with tempfile.TemporaryFile() as f:
+        f.write(bytes(8))
+        f.flush()
+        mapped = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.int8)
+        assert prepared(mapped, "k", make) == prepared(mapped, "k", make) == 6
 
 
 F8B = np.dtype(ml_dtypes.float8_e5m2)
