@@ -3,15 +3,22 @@
 from __future__ import annotations
 
 from .errors import HalError, ModelInputError, SpirvError, TosaError, VGFError, VGFFormatError
+from .hal.shaders import register_shader, unregister_shader
+from .runtime import Model, TensorInfo, load
 
 __version__ = "0.1.0.dev0"
 
 __all__ = [
     "HalError",
+    "Model",
     "ModelInputError",
     "SpirvError",
     "TosaError",
     "VGFError",
+    "TensorInfo",
     "VGFFormatError",
     "__version__",
+    "load",
+    "register_shader",
+    "unregister_shader",
 ]

@@ -1,10 +1,18 @@
-"""The `pyvgf` command line: one small function per subcommand."""
+"""The `pyvgf` command line: one small function per subcommand.
+
+    pyvgf inspect MODEL.vgf [--json] [--dump-spirv N | --dump-constant N -o FILE]
+    pyvgf run MODEL.vgf --input a.npy --input b.npy --output-dir out/ [--backend cpu]
+    pyvgf run MODEL.vgf --random-inputs --seed 0
+    pyvgf run --example
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+from importlib import resources
 from pathlib import Path
 
 import numpy as np
@@ -35,7 +43,7 @@ def _inspect(args: argparse.Namespace) -> int:
                 out.write_bytes(vgf.constants[index].data.tobytes())
         return 0
     if args.json:
-        print(json.dumps(to_json(vgf), indent=4, sort_keys=True))
+        print(json.dumps(to_json(vgf), indent=4, sort_keys=True, ensure_ascii=False))
     else:
         print(summary(vgf))
     return 0
@@ -59,11 +67,116 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_inspect)
 
 
+EXAMPLE = "tiny_convnet.vgf"
+
+
+def random_input(info, rng: np.random.Generator) -> np.ndarray:
+    """A random array for a model input: normal floats, small integers, random bools."""
+    kind = np.dtype(info.dtype).kind
+    if kind == "b":
+        return rng.integers(0, 2, info.shape).astype(np.bool_)
+    if kind in "iu":
+        limits = np.iinfo(info.dtype)
+        return rng.integers(max(limits.min, -100), min(limits.max, 100), info.shape, endpoint=True).astype(info.dtype)
+    return rng.standard_normal(info.shape).astype(info.dtype)
+
+
+def _load_inputs(paths: list[str]) -> dict[str, np.ndarray] | list[np.ndarray]:
+    named = [p.partition("=") for p in paths]
+    if all(sep for _, sep, _ in named):
+        return {name: np.load(path, allow_pickle=False) for name, _, path in named}
+    return [np.load(p, allow_pickle=False) for p in paths]
+
+
+def _summary(name: str, array: np.ndarray) -> str:
+    text = f"{name}: {array.dtype}[{', '.join(map(str, array.shape))}]"
+    if array.size and (array.dtype.kind in "biuf" or array.dtype.name == "bfloat16"):
+        values = array.astype(np.float64)
+        text += f"  min {values.min():.6g}  max {values.max():.6g}  mean {values.mean():.6g}"
+    return text
+
+
+def _source(args: argparse.Namespace) -> tuple[str | bytes, str]:
+    """The model to run (a path, or the bundled example's bytes) and how to name it."""
+    if args.example:
+        if args.model:
+            raise SystemExit("pyvgf run: give a MODEL or --example, not both")
+        args.random_inputs = True
+        return (resources.files("pyvgf") / "examples" / EXAMPLE).read_bytes(), f"example {EXAMPLE}"
+    if not args.model:
+        raise SystemExit("pyvgf run: give a MODEL.vgf or --example")
+    return args.model, args.model
+
+
+def _inputs(args: argparse.Namespace, model) -> dict[str, np.ndarray] | list[np.ndarray]:
+    """The inputs from --input files, or random ones; prints a line for each."""
+    if args.input:
+        inputs = _load_inputs(args.input)
+    elif args.random_inputs:
+        rng = np.random.default_rng(args.seed)
+        inputs = [random_input(i, rng) if i.live else np.zeros(0) for i in model.inputs]
+    else:
+        raise SystemExit("pyvgf run: give --input FILE.npy for each input, or --random-inputs")
+    given = inputs.items() if isinstance(inputs, dict) else zip([i.name for i in model.inputs], inputs)
+    live = {i.name for i in model.inputs if i.live}
+    for name, array in given:
+        print("  in  " + (_summary(name, np.asarray(array)) if name in live else f"{name}: unused by the model"))
+    return inputs
+
+
+def _run(args: argparse.Namespace) -> int:
+    from . import load
+
+    source, label = _source(args)
+    with load(source, backend=args.backend) as model:
+        print(f"{label} on {args.backend}: {len(model.inputs)} input(s), {len(model.outputs)} output(s)")
+        outputs = model.run(_inputs(args, model))
+        out_dir = Path(args.output_dir) if args.output_dir else None
+        if out_dir:
+            out_dir.mkdir(parents=True, exist_ok=True)
+        for info, array in zip(model.outputs, outputs):
+            line = "  out " + _summary(info.name, array)
+            if out_dir:
+                path = out_dir / (re.sub(r"[^\w.-]", "_", info.name) + ".npy")
+                np.save(path, array)
+                line += f"  -> {path}"
+            print(line)
+    return 0
+
+
+def _add_run(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a VGF model on .npy inputs and write its outputs")
+    p.add_argument("model", nargs="?", help="the .vgf file")
+    p.add_argument("--example", action="store_true", help="run the bundled example model on random inputs")
+    p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
+                   help="an input, in model order (or NAME=FILE); repeat for each input")
+    p.add_argument("--output-dir", metavar="DIR", help="write each output to DIR/<name>.npy")
+    p.add_argument("--backend", default="cpu", help="cpu (default) or vulkan")
+    p.add_argument("--random-inputs", action="store_true", help="feed random inputs instead of files")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    p.set_defaults(func=_run)
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    from .hal.vulkan.doctor import diagnose
+
+    text, usable = diagnose()
+    print(text)
+    return 0 if usable else 1
+
+
+def _add_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="show the Vulkan devices and whether pyvgf can run on them")
+    p.set_defaults(func=_doctor)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_inspect(sub)
+    _add_run(sub)
+    _add_doctor(sub)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

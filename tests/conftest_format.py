@@ -27,7 +27,15 @@ def real_model(request) -> Path:
     pytest.fail(f"{request.param} not found in {[str(d) for d in _REAL_DIRS]}")
 
 
-FORMAT_MODELS = ["format_one_op", "format_many_ops", "format_const_dtypes", "format_multi_io", "format_segments"]
+FORMAT_MODELS = [
+    "format_one_op",
+    "format_many_ops",
+    "format_const_dtypes",
+    "format_multi_io",
+    "format_segments",
+    "format_shaders",
+    "format_segment_consts",
+]
 
 
 def vgf_dump_json(path) -> dict:

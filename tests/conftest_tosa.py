@@ -144,7 +144,7 @@ def shapes(min_rank: int = 1, max_rank: int = 4, max_dim: int = 5) -> st.SearchS
 
 
 @st.composite
-def broadcast_shapes(draw, count: int = 2, min_rank: int = 1, max_rank: int = 4):
+def broadcast_shapes(draw, count: int = 2, min_rank: int = 0, max_rank: int = 4):
     """`count` input shapes that broadcast (dims equal or 1) and their broadcast shape."""
     out = draw(shapes(min_rank, max_rank))
     ins = []
@@ -165,7 +165,7 @@ def random_values(rng: np.random.Generator, dtype: np.dtype, shape, *, low=None,
     normal * scale with some zeros, infinities and NaNs when `specials`."""
     dtype = np.dtype(dtype)
     if dtype == BOOL:
-        return rng.random(shape) < 0.5
+        return np.asarray(rng.random(shape) < 0.5)
     if dtype.kind == "i":
         info = (-(1 << 47), (1 << 47) - 1) if dtype == I48 else (np.iinfo(dtype).min, np.iinfo(dtype).max)
         lo = info[0] if low is None else low
@@ -175,7 +175,7 @@ def random_values(rng: np.random.Generator, dtype: np.dtype, shape, *, low=None,
         edges = edges[(edges >= lo) & (edges <= hi)]
         pick = rng.random(shape) < 0.1
         values = np.where(pick, rng.choice(edges, size=shape), values)
-        return values.astype(dtype)
+        return np.asarray(values).astype(dtype)
     values = rng.standard_normal(shape) * scale
     if low is not None or high is not None:
         values = np.clip(values, low, high)
@@ -186,7 +186,7 @@ def random_values(rng: np.random.Generator, dtype: np.dtype, shape, *, low=None,
         pick = rng.random(shape) < 0.08
         values = np.where(pick, rng.choice(special, size=shape), values)
     with np.errstate(over="ignore", invalid="ignore"):
-        return values.astype(np.float32).astype(dtype)
+        return np.asarray(values).astype(np.float32).astype(dtype)
 
 
 FLOAT_TYPES = [FP16, BF16, FP32]

@@ -31,7 +31,7 @@ def test_dump_spirv_and_constant_match_vgf_dump(vgf_model, tmp_path):
     subprocess.run([dump, "-i", str(path), "--dump-spirv", "0", "-o", str(tmp_path / "ref.spv")], check=True)
     assert main(["inspect", str(path), "--dump-spirv", "0", "-o", str(tmp_path / "our.spv")]) == 0
     assert (tmp_path / "our.spv").read_bytes() == (tmp_path / "ref.spv").read_bytes()
-    for i in (0, 1, 2, 3, 5):
+    for i in (0, 3):
         subprocess.run([dump, "-i", str(path), "--dump-constant", str(i), "-o", str(tmp_path / "ref.npy")], check=True)
         assert main(["inspect", str(path), "--dump-constant", str(i), "-o", str(tmp_path / "our.npy")]) == 0
         ref, ours = np.load(tmp_path / "ref.npy"), np.load(tmp_path / "our.npy")

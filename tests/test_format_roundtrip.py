@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from conftest_format import FORMAT_MODELS, real_model, vgf_dump_json  # noqa: F401 (fixture)
-from pyvgf.format import read, write
+from pyvgf.format import NO_INDEX, CodeType, DescriptorType, ModuleType, read, write
 from pyvgf.format.dump import to_json
 
 
@@ -46,6 +46,27 @@ def test_segments_model_has_compute_segment(vgf_model):
     assert types == ["GRAPH", "COMPUTE", "GRAPH"]
     assert vgf.sequence.segments[1].dispatch_shape == [2, 3, 4]
     assert vgf.modules[1].code is None
+
+
+def test_glsl_and_hlsl_modules(vgf_model):
+    vgf = read(vgf_model("format_shaders"))
+    glsl, hlsl = vgf.modules[1], vgf.modules[2]
+    assert (glsl.code_type, hlsl.code_type) == (CodeType.GLSL, CodeType.HLSL)
+    assert "gl_GlobalInvocationID" in glsl.code and "SV_DispatchThreadID" in hlsl.code
+    assert [s.dispatch_shape for s in vgf.sequence.segments[1:3]] == [[8, 1, 1], [8, 1, 1]]
+    buffers = [r for r in vgf.resources if r.descriptor_type == DescriptorType.STORAGE_BUFFER]
+    assert buffers and any(r.alias_group_id != NO_INDEX for r in buffers)
+
+
+def test_constants_across_segments(vgf_model):
+    vgf = read(vgf_model("format_segment_consts"))
+    graph = [s for s in vgf.sequence.segments if s.type == ModuleType.GRAPH]
+    assert [s.constants for s in graph] == [[0], [1, 2]]
+    assert [[(b.graph_constant_id, b.constant_table_index) for b in s.graph_constants()] for s in graph] == [
+        [(0, 0)],
+        [(1, 1), (2, 2)],
+    ]
+    assert (vgf.constant_array(1) == 7).all() and (vgf.constant_array(2) == -2.0).all()
 
 
 def test_constants_are_zero_copy_views(vgf_model):

@@ -18,7 +18,7 @@ def test_layers_are_arranged_graph_first(tmp_path) -> None:
     graph_dir, tensor_dir = env["VK_LAYER_PATH"].split(":")
     assert env["VK_INSTANCE_LAYERS"] == f"{layers.GRAPH_LAYER}:{layers.TENSOR_LAYER}"
     for folder, name in ((graph_dir, layers.GRAPH_LAYER), (tensor_dir, layers.TENSOR_LAYER)):
-        (manifest,) = list(tmp_path.joinpath(folder).glob("*.json"))
+        (manifest,) = list((tmp_path / folder).glob("*.json"))
         layer = json.loads(manifest.read_text())["layer"]
         assert layer["name"] == name
         assert layer["library_path"].startswith("/") and layer["library_path"].endswith(".so")
@@ -33,7 +33,7 @@ def test_layers_module_does_not_import_vulkan() -> None:
 
 
 def test_missing_emulation_layer_is_a_hal_error(monkeypatch) -> None:
-    monkeypatch.setattr(layers.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(layers, "find_emulation_layer", lambda: None)
     with pytest.raises(HalError, match="not installed"):
         layers.emulation_layer_env()
 

@@ -230,3 +230,50 @@ def test_missing_tosa_operand(add):
     pos, count = find(add, OP_EXT_INST)  # ADD input1 input2
     bad = splice(add, pos, count, [(count - 1) << 16 | OP_EXT_INST, *map(int, add[pos + 1 : pos + count - 1])])
     raises_at(bad, pos, "ADD: instruction ends before operand input2")
+
+
+def embedded_modules(lib) -> list[np.ndarray]:
+    """The SPIR-V modules compiled into a shared library: each magic word, up to the first word
+    that cannot start an instruction."""
+    data = lib.read_bytes()
+    magic = tables.MAGIC.to_bytes(4, "little")
+    out, pos = [], data.find(magic)
+    while pos >= 0:
+        words = np.frombuffer(data, dtype="<u4", count=(len(data) - pos) // 4, offset=pos)
+        end = 5
+        while end < len(words) and words[end] >> 16 and (int(words[end]) & 0xFFFF) in tables.INSTRUCTIONS:
+            end += int(words[end]) >> 16
+        if words[1] in (0x10000, 0x10300, 0x10500, 0x10600) and end <= len(words):
+            out.append(words[:end])
+        pos = data.find(magic, pos + 4)
+    return out
+
+
+def emulation_layer_shaders() -> list[np.ndarray]:
+    emulation_layer = pytest.importorskip("emulation_layer")
+    from pathlib import Path
+
+    lib = Path(emulation_layer.__file__).parent / "deploy" / "lib" / "libVkLayer_Graph.so"
+    if not lib.exists():
+        pytest.skip(f"{lib} is missing")
+    return embedded_modules(lib)
+
+
+def test_compute_shaders_of_the_emulation_layer():
+    """Real glslang output (tensor compute shaders): decoded, disassembled, and not graphs."""
+    from pyvgf.spirv import decode_graph, disassemble
+
+    shaders = emulation_layer_shaders()
+    assert len(shaders) > 300
+    for words in shaders[:: len(shaders) // 12]:
+        m = decode(words)
+        assert any(i.opname == "OpEntryPoint" for i in m.instructions)
+        assert disassemble(words).count("\n") == 4 + len(m.instructions)
+        with pytest.raises(SpirvError, match="no graph entry point"):
+            decode_graph(words)
+
+
+@pytest.mark.slow
+def test_every_compute_shader_of_the_emulation_layer():
+    for words in emulation_layer_shaders():
+        decode(words)

@@ -31,7 +31,7 @@ def _check_activation(op, x):
 @st.composite
 def float_case(draw):
     dtype = draw(st.sampled_from(FLOAT_TYPES))
-    return random_values(rng_from(draw), dtype, draw(shapes()), scale=draw(st.sampled_from([1.0, 4.0])))
+    return random_values(rng_from(draw), dtype, draw(shapes(min_rank=0)), scale=draw(st.sampled_from([1.0, 4.0])))
 
 
 @pytest.mark.parametrize("op", sorted(FLOAT_ACTIVATIONS))

@@ -167,6 +167,20 @@ def test_conv_sweep(op, spatial, dtypes, data_, seed):
     _conv_test(op, spatial, dtypes, data_.draw, seed)
 
 
+WIDE = [("CONV2D", 20, 3), ("DEPTHWISE_CONV2D", 64, 1), ("DEPTHWISE_CONV2D", 70, 2)]
+
+
+@pytest.mark.parametrize("op,ic,oc", WIDE, ids=[f"{o}-{i}x{c}" for o, i, c in WIDE])
+@pytest.mark.parametrize("dtypes", [CONV_DTYPES[0], CONV_DTYPES[2], CONV_DTYPES[3]],
+                         ids=[IDS[0], IDS[2], IDS[3]])
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.data(), st.integers(0, 2**32 - 1))
+def test_wide_channels(op, ic, oc, dtypes, data_, seed):
+    """Channel counts that take the other kernels (contiguous im2col, einsum depthwise)."""
+    geometry = data_.draw(windows(2))
+    run_conv_case(conv_case(op, dtypes, geometry, 1, ic, oc, seed, data_.draw(st.booleans())))
+
+
 def transpose_case(dtypes, n, ih, iw, ic, oc, kh, kw, sy, sx, out_pad, seed, bias_one):
     in_dt, w_dt, acc, out_dt = dtypes
     rng = np.random.default_rng(seed)

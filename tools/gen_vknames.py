@@ -27,24 +27,36 @@ def _value(e: ET.Element, extnumber: int | None) -> int | None:
 
 
 def tables(vk_xml: Path) -> dict[str, dict[int, str]]:
+    """value -> "NAME / ALIAS / ..." per enum, as Arm's generate_helpers.py joins names that
+    vulkan_core.h gives the same value (first definition first, aliases in registry order)."""
     root = ET.parse(vk_xml).getroot()
-    out: dict[str, dict[int, str]] = {name: {} for name in ENUMS}
+    found: dict[str, list[tuple[str, int | None, str | None]]] = {name: [] for name in ENUMS}
     for enums in root.findall("enums"):
-        if enums.get("name") in out:
+        if enums.get("name") in found:
             for e in enums.findall("enum"):
-                value = _value(e, None)
-                if value is not None:
-                    out[enums.get("name")].setdefault(value, e.get("name"))
+                found[enums.get("name")].append((e.get("name"), _value(e, None), e.get("alias")))
     for parent in root.iter():
         if parent.tag not in ("extension", "feature"):
             continue
         extnumber = int(parent.get("number", 0)) if parent.tag == "extension" else None
         for req in parent.findall("require"):
             for e in req.findall("enum"):
-                if e.get("extends") in out and "alias" not in e.attrib:
-                    value = _value(e, extnumber)
-                    if value is not None:
-                        out[e.get("extends")].setdefault(value, e.get("name"))
+                if e.get("extends") in found:
+                    found[e.get("extends")].append((e.get("name"), _value(e, extnumber), e.get("alias")))
+    out: dict[str, dict[int, str]] = {}
+    for enum, entries in found.items():
+        value_of: dict[str, int] = {}
+        names: dict[int, list[str]] = {}
+        for name, value, _ in entries:
+            if value is not None and name not in value_of:
+                value_of[name] = value
+                names.setdefault(value, []).append(name)
+        for name, _, alias in entries:
+            if alias is not None and name not in value_of:
+                if alias in value_of:
+                    value_of[name] = value_of[alias]
+                    names[value_of[alias]].append(name)
+        out[enum] = {value: " / ".join(n) for value, n in names.items()}
     return out
 
 

@@ -50,7 +50,7 @@ def to_json(vgf: VGF) -> dict[str, Any]:
             "name": m.name,
             "entry_point": m.entry_point,
             "shader_type": _SHADER_TYPE[CodeType(m.code_type)],
-            "shader_code_available": m.code is not None,
+            "shader_code_available": m.code is not None and len(m.code) > 0,
         }
         for i, m in enumerate(vgf.modules)
     ]

@@ -2,11 +2,12 @@
 exactly as the C++ `flatbuffers::FlatBufferBuilder` does.
 
 Reading: `Table`, `Vector`, `String`, `Union` and `Ref` are `construct.Construct` subclasses, so
-a schema reads like the `.fbs` file (see `pyvgf.format.schema`). They parse from a stream whose
-positions are absolute file offsets; the section bounds and a work budget come in as construct
-parameters (`bounds`, `budget`). Every offset is checked against the section bounds before it is
-followed and every vector length against the bytes left, so hostile input fails fast with
-`FlatBufferError` (a `construct.ConstructError` carrying the byte offset).
+a schema reads like the `.fbs` file (see `pyvgf.format.schema`). `parse_stream` starts at the
+stream position; positions are absolute file offsets, and the whole file (`data`, a
+memoryview), the section `bounds` and a byte `budget` come in as construct parameters. Every
+offset is checked against the section bounds before it is followed and every vector length
+against the bytes left, so hostile input fails fast with `FlatBufferError` (a
+`construct.ConstructError` carrying the byte offset).
 
 Writing: `Builder` builds back to front like the C++ builder (alignment, padding, vtable
 deduplication, `Finish`), and `Table.build_into` adds fields in the order `flatc` generates
@@ -36,14 +37,15 @@ class FlatBufferError(construct.ConstructError):
 
 @dataclass(frozen=True)
 class Span:
-    """A run of bytes in the file: `size` bytes at absolute `offset` (not copied)."""
+    """A run of bytes in the file: `size` bytes at absolute `offset` (not read)."""
 
     offset: int
     size: int
 
 
 class Budget:
-    """Caps how many objects one parse may visit, so shared sub-tables cannot blow up work."""
+    """Caps the bytes one parse may visit (and copy), counting a shared object at every visit,
+    so many references to one large sub-object cannot multiply work or memory."""
 
     def __init__(self, limit: int):
         self.left = limit
@@ -51,24 +53,33 @@ class Budget:
     def spend(self, n: int, offset: int) -> None:
         self.left -= n
         if self.left < 0:
-            raise FlatBufferError("too many FlatBuffers objects (shared or cyclic references)", offset)
+            raise FlatBufferError("FlatBuffers objects are referenced too often (shared-reference blow-up)", offset)
 
 
-def _params(context) -> tuple[tuple[int, int], Budget]:
-    params = context._params
-    return params.bounds, params.budget
+class Cursor:
+    """One parse: the file buffer, the section bounds [lo, hi) and the budget."""
+
+    __slots__ = ("data", "lo", "hi", "budget")
+
+    def __init__(self, data: memoryview, lo: int, hi: int, budget: Budget):
+        self.data, self.lo, self.hi, self.budget = data, lo, hi, budget
+
+    def check(self, offset: int, size: int) -> None:
+        if offset < self.lo or offset + size > self.hi:
+            raise FlatBufferError(f"{size} bytes at {offset} lie outside the section [{self.lo}, {self.hi})", offset)
+
+    def unpack(self, fmt: struct.Struct, offset: int) -> tuple:
+        self.check(offset, fmt.size)
+        return fmt.unpack_from(self.data, offset)
+
+    def bytes(self, offset: int, size: int) -> bytes:
+        self.check(offset, size)
+        return self.data[offset : offset + size].tobytes()
 
 
-def _read(stream, offset: int, size: int, context) -> bytes:
-    (lo, hi), _ = _params(context)
-    if offset < lo or offset + size > hi:
-        raise FlatBufferError(f"{size} bytes at {offset} lie outside the section [{lo}, {hi})", offset)
-    stream.seek(offset)
-    return stream.read(size)
-
-
-def _u32(stream, offset: int, context) -> int:
-    return struct.unpack("<I", _read(stream, offset, 4, context))[0]
+_U32 = struct.Struct("<I")
+_I32 = struct.Struct("<i")
+_VT_HEAD = struct.Struct("<HH")
 
 
 class Scalar:
@@ -76,15 +87,13 @@ class Scalar:
 
     def __init__(self, fmt: str):
         self.fmt = "<" + fmt
-        self.size = struct.calcsize(self.fmt)
+        self.struct = struct.Struct(self.fmt)
+        self.size = self.struct.size
         self.dtype = np.dtype(self.fmt)
-
-    def unpack(self, data: bytes) -> int:
-        return struct.unpack(self.fmt, data)[0]
 
     def pack(self, value: int) -> bytes:
         try:
-            return struct.pack(self.fmt, value)
+            return self.struct.pack(value)
         except struct.error as exc:
             raise ValueError(f"{value!r} does not fit a {self.fmt} field") from exc
 
@@ -98,9 +107,12 @@ class _Located(construct.Construct):
     """A FlatBuffers object parsed at the current stream position (absolute offset)."""
 
     def _parse(self, stream, context, path):
-        return self.parse_at(stream, construct.stream_tell(stream, path), context)
+        params = context._params
+        lo, hi = params.bounds
+        cursor = Cursor(params.data, lo, hi, params.budget)
+        return self.parse_at(cursor, construct.stream_tell(stream, path))
 
-    def parse_at(self, stream, offset: int, context):  # pragma: no cover - abstract
+    def parse_at(self, cur: Cursor, offset: int) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _build(self, obj, stream, context, path):
@@ -117,52 +129,45 @@ class Ref(_Located):
         super().__init__()
         self.subcon = subcon
 
-    def parse_at(self, stream, offset, context):
-        target = offset + _u32(stream, offset, context)
-        return self.subcon.parse_at(stream, target, context)
+    def parse_at(self, cur: Cursor, offset: int) -> Any:
+        return self.subcon.parse_at(cur, offset + cur.unpack(_U32, offset)[0])
 
 
 class Vector(_Located):
-    """`[element]`: u32 length, then elements; scalars come back as a numpy array or a Span."""
+    """`[element]`: u32 length, then elements. Scalars come back as a numpy array, or with
+    `raw=True` as a `Span` of the file (not read, so large payloads are never copied)."""
 
     def __init__(self, element: Scalar | _Located, *, raw: bool = False):
         super().__init__()
         self.element = element
         self.raw = raw
 
-    def parse_at(self, stream, offset, context):
-        (lo, hi), budget = _params(context)
-        count = _u32(stream, offset, context)
+    def parse_at(self, cur: Cursor, offset: int) -> Any:
+        (count,) = cur.unpack(_U32, offset)
         start = offset + UOFFSET
+        size = self.element.size if isinstance(self.element, Scalar) else UOFFSET
+        if count > (cur.hi - start) // size:
+            raise FlatBufferError(f"vector of {count} elements runs past the section end {cur.hi}", offset)
         if isinstance(self.element, Scalar):
-            size = self.element.size
-            if count > (hi - start) // size:
-                raise FlatBufferError(f"vector of {count} elements runs past the section end {hi}", offset)
             if self.raw:
-                return Span(start, count)
-            budget.spend(1, offset)
-            data = _read(stream, start, count * size, context)
-            return np.frombuffer(data, dtype=self.element.dtype).copy()
-        if count > (hi - start) // UOFFSET:
-            raise FlatBufferError(f"vector of {count} offsets runs past the section end {hi}", offset)
-        budget.spend(count, offset)
-        refs = np.frombuffer(_read(stream, start, count * UOFFSET, context), dtype="<u4")
-        return [
-            self.element.parse_at(stream, start + UOFFSET * i + int(ref), context)
-            for i, ref in enumerate(refs)
-        ]
+                cur.budget.spend(UOFFSET, offset)
+                return Span(start, count * size)
+            cur.budget.spend(UOFFSET + count * size, offset)
+            return np.frombuffer(cur.bytes(start, count * size), dtype=self.element.dtype)
+        cur.budget.spend(UOFFSET * (count + 1), offset)
+        refs = struct.unpack_from(f"<{count}I", cur.data, start)
+        return [self.element.parse_at(cur, start + UOFFSET * i + ref) for i, ref in enumerate(refs)]
 
 
 class String(_Located):
     """`string`: u32 length, UTF-8 bytes, a terminating zero."""
 
-    def parse_at(self, stream, offset, context):
-        (lo, hi), budget = _params(context)
-        count = _u32(stream, offset, context)
-        if count > hi - offset - UOFFSET - 1:
-            raise FlatBufferError(f"string of {count} bytes runs past the section end {hi}", offset)
-        budget.spend(1, offset)
-        data = _read(stream, offset + UOFFSET, count + 1, context)
+    def parse_at(self, cur: Cursor, offset: int) -> str:
+        (count,) = cur.unpack(_U32, offset)
+        if count > cur.hi - offset - UOFFSET - 1:
+            raise FlatBufferError(f"string of {count} bytes runs past the section end {cur.hi}", offset)
+        cur.budget.spend(UOFFSET + count + 1, offset)
+        data = cur.bytes(offset + UOFFSET, count + 1)
         if data[-1] != 0:
             raise FlatBufferError("string is not zero-terminated", offset)
         try:
@@ -218,18 +223,17 @@ class Table(_Located):
             self.fields.extend(item.fields() if isinstance(item, Union) else [item])
         self.by_name = {f.name: f for f in self.fields}
 
-    def parse_at(self, stream, offset, context):
-        (lo, hi), budget = _params(context)
-        budget.spend(1, offset)
-        if offset % 4:
-            raise FlatBufferError(f"{self.name} table is not 4-byte aligned", offset)
-        soffset = struct.unpack("<i", _read(stream, offset, 4, context))[0]
+    def parse_at(self, cur: Cursor, offset: int) -> dict[str, Any]:
+        if (offset - cur.lo) % 4:
+            raise FlatBufferError(f"{self.name} table is not 4-byte aligned in its section", offset)
+        (soffset,) = cur.unpack(_I32, offset)
         vtable = offset - soffset
-        vt_size, table_size = struct.unpack("<HH", _read(stream, vtable, 4, context))
+        vt_size, table_size = cur.unpack(_VT_HEAD, vtable)
         if vt_size < 4 or vt_size % 2:
             raise FlatBufferError(f"{self.name} vtable size {vt_size} is invalid", vtable)
-        vt = _read(stream, vtable, vt_size, context)
-        _read(stream, offset, table_size, context)
+        vt = cur.bytes(vtable, vt_size)
+        cur.check(offset, table_size)
+        cur.budget.spend(table_size + vt_size, offset)
         out: dict[str, Any] = {}
         for f in self.fields:
             pos = 4 + 2 * f.slot
@@ -238,11 +242,11 @@ class Table(_Located):
                 raise FlatBufferError(f"{self.name}.{f.name} lies outside its table", offset)
             where = offset + voff
             if isinstance(f.kind, Scalar):
-                out[f.name] = f.kind.unpack(_read(stream, where, f.kind.size, context)) if voff else f.default
+                out[f.name] = cur.unpack(f.kind.struct, where)[0] if voff else f.default
             elif isinstance(f.kind, _UnionValue):
                 out[f.name] = where if voff else None
             else:
-                out[f.name] = Ref(f.kind).parse_at(stream, where, context) if voff else None
+                out[f.name] = Ref(f.kind).parse_at(cur, where) if voff else None
         for u in self.unions:
             tag, where = out.pop(u.name + "_type"), out.pop(u.name)
             if where is None or tag == 0:
@@ -250,7 +254,7 @@ class Table(_Located):
             elif tag not in u.members:
                 raise FlatBufferError(f"{self.name}.{u.name} has unknown union type {tag}", offset)
             else:
-                out[u.name] = (tag, Ref(u.members[tag]).parse_at(stream, where, context))
+                out[u.name] = (tag, Ref(u.members[tag]).parse_at(cur, where))
         return out
 
     def add_order(self) -> list[Field]:
@@ -407,5 +411,5 @@ class Builder:
         self._vtables = []
         self.pre_align(UOFFSET, self._minalign)
         self._push_scalar(u32, self.refer_to(root))
-        return bytes(self._buf[self._head :])
+        return bytes(memoryview(self._buf)[self._head :])
 

@@ -78,19 +78,19 @@ def read(source: str | os.PathLike | bytes | bytearray | memoryview) -> VGF:
     header, sections = _read_header(view, size)
     parsed = {}
     for name, (offset, length) in zip(schema.SECTIONS[:3], sections[:3]):
-        parsed[name] = _read_flatbuffer(stream, name, offset, length)
+        parsed[name] = _read_flatbuffer(stream, view, name, offset, length)
     c_off, c_size = sections[3]
     if c_size < 8:
         raise VGFFormatError(f"constant section of {c_size} bytes is too small", section="constants", offset=c_off)
     legacy = view[c_off : c_off + 8].tobytes() != schema.CONST00
     if legacy:
-        table = _read_flatbuffer(stream, "constants", c_off, c_size)
+        table = _read_flatbuffer(stream, view, "constants", c_off, c_size)
         constants = _legacy_constants(table, data)
     else:
         constants = _constants_v00(stream, data, c_off, c_size)
     vgf = VGF(
         header=header,
-        modules=_modules(parsed["module table"]),
+        modules=_modules(parsed["module table"], data),
         sequence=_sequence(parsed["model sequence table"]),
         resources=_resources(parsed["model resource table"]),
         constants=constants,
@@ -130,7 +130,7 @@ def _read_header(view: memoryview, size: int) -> tuple[Header, list[tuple[int, i
     return header, sections
 
 
-def _read_flatbuffer(stream: _ViewStream, name: str, offset: int, size: int) -> dict[str, Any]:
+def _read_flatbuffer(stream: _ViewStream, view: memoryview, name: str, offset: int, size: int) -> dict[str, Any]:
     if size < 4:
         raise VGFFormatError(f"FlatBuffers section of {size} bytes is too small", section=name, offset=offset)
     if size > 0xFFFFFFFF:
@@ -138,7 +138,7 @@ def _read_flatbuffer(stream: _ViewStream, name: str, offset: int, size: int) -> 
     stream.seek(offset)
     try:
         return schema.ROOTS[name].parse_stream(
-            stream, bounds=(offset, offset + size), budget=Budget(size + 64)
+            stream, data=view, bounds=(offset, offset + size), budget=Budget(4 * size + 4096)
         )
     except FlatBufferError as exc:
         raise VGFFormatError(str(exc), section=name, offset=exc.offset) from None
@@ -153,7 +153,11 @@ def _enum(kind, value: int, what: str, section: str):
         raise VGFFormatError(f"{what} has unknown value {value}", section=section) from None
 
 
-def _modules(root: dict) -> list[Module]:
+def _view(data: np.ndarray, span: Span) -> np.ndarray:
+    return data[span.offset : span.offset + span.size]
+
+
+def _modules(root: dict, data: np.ndarray) -> list[Module]:
     out = []
     for i, m in enumerate(root["modules"] or []):
         tag, value = m["code"]
@@ -161,7 +165,8 @@ def _modules(root: dict) -> list[Module]:
         if value is None:
             code = None
         elif code_type is CodeType.SPIRV:
-            code = value["words"] if value["words"] is not None else np.empty(0, dtype=np.uint32)
+            words: Span | None = value["words"]
+            code = _view(data, words).view("<u4") if words is not None else np.empty(0, dtype=np.uint32)
         else:
             code = value["code"] or ""
         out.append(
@@ -274,6 +279,6 @@ def _legacy_constants(root: dict, data: np.ndarray) -> list[Constant]:
             raise VGFFormatError(
                 f"constant {i} has sparsity dimension {c['sparsity_dimension']} (< -1)", section="constants"
             )
-        view = data[raw.offset : raw.offset + raw.size] if raw is not None else data[:0]
+        view = _view(data, raw) if raw is not None else data[:0]
         out.append(Constant(c["mrt_index"], view, c["sparsity_dimension"]))
     return out

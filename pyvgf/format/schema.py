@@ -46,7 +46,7 @@ assert Header.sizeof() == HEADER_SIZE
 
 # --- section 1: module table ---------------------------------------------------------------
 
-SPIRV = Table("SPIRV", Field(0, "words", Vector(u32)))
+SPIRV = Table("SPIRV", Field(0, "words", Vector(u32, raw=True)))
 GLSL = Table("GLSL", Field(0, "code", String()))
 HLSL = Table("HLSL", Field(0, "code", String()))
 

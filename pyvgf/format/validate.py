@@ -62,7 +62,8 @@ def validate(vgf: VGF) -> None:
         for index in s.constants:
             _index(index, n_const, f"{what} constants list", "constant", SEQUENCE)
         for b in s.constant_bindings or []:
-            _index(b.constant_table_index, n_const, f"{what} constant binding {b.graph_constant_id}", "constant", SEQUENCE)
+            what_binding = f"{what} constant binding {b.graph_constant_id}"
+            _index(b.constant_table_index, n_const, what_binding, "constant", SEQUENCE)
         ids = [b.graph_constant_id for b in s.constant_bindings or []]
         if len(set(ids)) != len(ids):
             _fail(f"{what} binds a graph constant id twice: {ids}", SEQUENCE)

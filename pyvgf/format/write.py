@@ -1,11 +1,9 @@
 """Write a `VGF` to bytes laid out exactly as Arm's VGF encoder (vgf-lib) writes them.
 
 The encoder keeps one FlatBuffers builder per section and creates objects in the order its
-API is called; `write()` replays the calls that model-converter makes: modules in order; per
-segment its binding slots (first use of each (binding, resource) pair), descriptor set infos,
-then the segment; model input/output names; and at the end the resource table and the model
-level vectors. Sections follow the header, 8-byte aligned from format 0.4.3 on and packed
-before, and constants use CONST00 or, for legacy files, the FlatBuffers ConstantSection.
+API is called; `write()` replays the calls model-converter makes (spec/vgf-container.md,
+section 7). Sections follow the header, 8-byte aligned from format 0.4.3 on and packed
+before; constants use CONST00 or, for legacy files, the FlatBuffers ConstantSection.
 """
 
 from __future__ import annotations
@@ -15,28 +13,34 @@ import numpy as np
 from ..errors import VGFFormatError
 from . import schema as s
 from .flatbuffers import Builder, i64, u8, u32
-from .model import VGF, BindingSlot, CodeType, ModelSequence, Module, ModuleType, Segment
+from .model import VGF, BindingSlot, CodeType, ModelSequence, Module, Segment
 from .validate import validate
+
+Chunks = list[bytes | memoryview]
 
 
 def write(vgf: VGF) -> bytes:
-    """Encode `vgf` (validated first) as a VGF file."""
+    """Encode `vgf` (validated first) as a VGF file. Constant data is copied once, into the
+    returned bytes."""
     validate(vgf)
     if vgf.header.version[0] != s.MAJOR or vgf.header.version[1] > s.MAX_MINOR:
         raise VGFFormatError(f"pyvgf cannot write format version {vgf.header.version}", section="header")
-    sections = [
-        _module_table(vgf.modules),
-        _sequence_table(vgf),
-        _resource_table(vgf),
-        _legacy_constants(vgf) if vgf.legacy_constants else _constants_v00(vgf),
+    sections: list[Chunks] = [
+        [_module_table(vgf.modules)],
+        [_sequence_table(vgf)],
+        [_resource_table(vgf)],
+        [_legacy_constants(vgf)] if vgf.legacy_constants else _constants_v00(vgf),
     ]
     align = 8 if vgf.header.version >= (0, 4, 3) else 1
-    offsets, pos = [], s.HEADER_SIZE
-    for data in sections:
-        pos += -pos % align
-        offsets.append(pos)
-        pos += len(data)
-    out = bytearray(pos)
+    chunks: Chunks = []
+    entries, pos = [], s.HEADER_SIZE
+    for section in sections:
+        padding = -pos % align
+        chunks.append(bytes(padding))
+        size = sum(len(c) for c in section)
+        entries.append(dict(offset=pos + padding, size=size))
+        chunks.extend(section)
+        pos += padding + size
     major, minor, patch = vgf.header.version
     header = s.Header.build(
         dict(
@@ -48,14 +52,11 @@ def write(vgf: VGF) -> bytes:
             patch=patch,
             reserved1=0,
             reserved2=0,
-            sections=[dict(offset=o, size=len(d)) for o, d in zip(offsets, sections)],
+            sections=entries,
             reserved3=[0] * 6,
         )
     )
-    out[: s.HEADER_SIZE] = header
-    for offset, data in zip(offsets, sections):
-        out[offset : offset + len(data)] = data
-    return bytes(out)
+    return b"".join([header, *chunks])
 
 
 def _module(b: Builder, m: Module) -> int:
@@ -141,23 +142,27 @@ def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
 
 def _slot_order(seq: ModelSequence) -> list[BindingSlot]:
     """Every distinct binding slot in the order model-converter adds them: by resource index;
-    for one resource, slots used by graph segments or the model interface first, then those
-    used only by compute segments; ties by first use."""
-    first: dict[tuple[int, int], tuple[int, int, int]] = {}
+    for one resource, first the slots of segment or model inputs/outputs (its global
+    binding), then those only in descriptor sets (a compute shader's own bindings), each group
+    in order of first use."""
+    rank: dict[tuple[int, int], list[int]] = {}
 
-    def see(slot: BindingSlot, compute: bool) -> None:
+    def see(slot: BindingSlot, in_set_only: bool) -> None:
         key = (slot.binding, slot.mrt_index)
-        rank = (slot.mrt_index, int(compute), len(first))
-        if key not in first or rank[:2] < first[key][:2]:
-            first[key] = rank if key not in first else (rank[0], rank[1], first[key][2])
+        if key not in rank:
+            rank[key] = [slot.mrt_index, int(in_set_only), len(rank)]
+        elif not in_set_only:
+            rank[key][1] = 0
 
     for seg in seq.segments:
-        compute = seg.type == ModuleType.COMPUTE
-        for slot in [x for info in seg.set_infos for x in info.bindings] + seg.inputs + seg.outputs:
-            see(slot, compute)
+        for slot in seg.inputs + seg.outputs:
+            see(slot, False)
+        for info in seg.set_infos:
+            for slot in info.bindings:
+                see(slot, True)
     for slot in seq.inputs + seq.outputs:
         see(slot, False)
-    return [BindingSlot(*key) for key, _ in sorted(first.items(), key=lambda kv: kv[1])]
+    return [BindingSlot(*key) for key in sorted(rank, key=rank.__getitem__)]
 
 
 def _sequence_table(vgf: VGF) -> bytes:
@@ -217,30 +222,27 @@ def _resource_table(vgf: VGF) -> bytes:
     return b.finish(s.ModelResourceTable.build_into(b, mrt_entry=b.create_offset_vector(entries)))
 
 
-def _constants_v00(vgf: VGF) -> bytes:
-    count = len(vgf.constants)
+def _constant_bytes(data: np.ndarray) -> memoryview:
+    return memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+
+
+def _constants_v00(vgf: VGF) -> Chunks:
     metas, payload, offset = [], [], 0
     for c in vgf.constants:
-        data = np.ascontiguousarray(c.data).view(np.uint8).reshape(-1)
-        metas.append(
-            dict(mrt_index=c.mrt_index, sparsity_dimension=c.sparsity_dimension, size=data.size, offset=offset)
-        )
-        payload.append(data)
-        offset += data.size + (-data.size % 8)
-    head = s.ConstantSectionV00.build(dict(version=s.CONST00, count=count, metadata=metas))
-    out = bytearray(len(head) + offset)
-    out[: len(head)] = head
-    pos = len(head)
-    for data, meta in zip(payload, metas):
-        out[pos + meta["offset"] : pos + meta["offset"] + data.size] = memoryview(data)
-    return bytes(out)
+        data = _constant_bytes(c.data)
+        size = len(data)
+        metas.append(dict(mrt_index=c.mrt_index, sparsity_dimension=c.sparsity_dimension, size=size, offset=offset))
+        payload += [data, bytes(-size % 8)]
+        offset += size + (-size % 8)
+    head = s.ConstantSectionV00.build(dict(version=s.CONST00, count=len(metas), metadata=metas))
+    return [head, *payload]
 
 
 def _legacy_constants(vgf: VGF) -> bytes:
     b = Builder(1024 + sum(c.data.size + 64 for c in vgf.constants))
     tables = []
     for c in vgf.constants:
-        data = np.ascontiguousarray(c.data).view(np.uint8).reshape(-1)
+        data = np.frombuffer(_constant_bytes(c.data), dtype=np.uint8)
         b.force_vector_alignment(data.size, 1, 8)
         raw = b.create_scalar_vector(u8, data)
         tables.append(

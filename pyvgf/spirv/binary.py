@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from . import tables
 MAX_BOUND = 0x3FFFFF + 1
 HEADER_WORDS = 5
 _SWAPPED_MAGIC = int.from_bytes(tables.MAGIC.to_bytes(4, "little"), "big")
-_OP_SWITCH = 251
+_OP_EXT_INST_IMPORT = 11
 _OP_TYPE_INT = 21
 _OP_TYPE_FLOAT = 22
 
@@ -42,21 +43,25 @@ class Operand:
 
 @dataclass(frozen=True, slots=True)
 class Instruction:
-    """One SPIR-V instruction: its word offset, opcode, result type and result ids, operands."""
+    """One SPIR-V instruction: its word offset, opcode, result type and result ids, operands.
+
+    `result_type` and `result` are 0 when the instruction has none (0 is never a valid id).
+    """
 
     offset: int
     opcode: int
     opname: str
-    result_type: int | None
-    result: int | None
+    result_type: int
+    result: int
     operands: tuple[Operand, ...]
 
-    def value(self, name: str) -> int | str:
-        """The value of the first operand called `name` (a grammar operand name)."""
-        for op in self.operands:
-            if op.name == name:
-                return op.value
-        raise SpirvError(f"{self.opname} has no operand {name}", word=self.offset)
+    def num(self, index: int) -> int:
+        """Operand `index` as an integer: an id, a literal number or an enum value."""
+        return cast(int, self.operands[index].value)
+
+    def text(self, index: int) -> str:
+        """Operand `index` as a literal string."""
+        return cast(str, self.operands[index].value)
 
 
 @dataclass(frozen=True)
@@ -149,20 +154,21 @@ class _Decoder:
             raise SpirvError(f"unknown opcode {opcode}", word=start)
         opname, layout = entry
         self.at, self.start, self.end, self.opname = start + 1, start, end, opname
-        self.result_type: int | None = None
-        self.result: int | None = None
+        self.result_type = 0
+        self.result = 0
         operands: list[Operand] = []
         self.layout(layout, operands)
         if self.at != end:
             raise SpirvError(f"{opname} has {end - self.at} words after its last operand", word=start)
-        if self.result is not None:
-            if self.result_type is not None:
+        result = Instruction(start, opcode, opname, self.result_type, self.result, tuple(operands))
+        if self.result:
+            if self.result_type:
                 self.types[self.result] = self.result_type
             if opcode in (_OP_TYPE_INT, _OP_TYPE_FLOAT):
-                self.widths[self.result] = operands[0].value  # type: ignore[assignment]
-            elif opcode == 11:  # OpExtInstImport
-                self.ext_sets[self.result] = operands[0].value  # type: ignore[assignment]
-        return Instruction(start, opcode, opname, self.result_type, self.result, tuple(operands))
+                self.widths[self.result] = result.num(0)
+            elif opcode == _OP_EXT_INST_IMPORT:
+                self.ext_sets[self.result] = result.text(0)
+        return result
 
     def fail(self, message: str) -> SpirvError:
         return SpirvError(f"{self.opname}: {message}", word=self.start)
@@ -271,8 +277,8 @@ class _Decoder:
                 out.append(Operand(base, name, self.word(name or kind)))
 
     def switch_literal(self, name: str, out: list[Operand]) -> None:
-        selector = out[0].value
-        width = self.widths.get(self.types.get(selector, 0), 32)  # type: ignore[arg-type]
+        selector = cast(int, out[0].value)
+        width = self.widths.get(self.types.get(selector, 0), 32)
         if width > 32:
             out.append(Operand("LiteralInteger", name, self.word(name) | self.word(name) << 32, 2))
         else:
@@ -281,8 +287,8 @@ class _Decoder:
     def ext_inst(self, out: list[Operand]) -> None:
         number = self.word("Instruction")
         out.append(Operand("LiteralExtInstInteger", "Instruction", number))
-        set_id = out[0].value
-        if self.ext_sets.get(set_id) != tables.TOSA_SET:  # type: ignore[arg-type]
+        set_id = cast(int, out[0].value)
+        if self.ext_sets.get(set_id) != tables.TOSA_SET:
             while self.at < self.end:
                 out.append(Operand("IdRef", "Operand", self.ref("Operand")))
             return

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import tables
 from .binary import Instruction, Operand, decode
-from .graph import _FP_ENCODINGS
+from .declarations import FP_ENCODINGS
 
 _INDENT = 14
 
@@ -17,7 +17,7 @@ _INDENT = 14
 def disassemble(words: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> str:
     """The module as text, one instruction a line, like spirv-dis with TOSA operand names."""
     module = decode(words)
-    names = {i.operands[0].value: i.operands[1].value for i in module.instructions if i.opname == "OpName"}
+    names = {i.num(0): i.text(1) for i in module.instructions if i.opname == "OpName"}
     numbers: dict[int, np.dtype] = {}
     lines = [
         f"; SPIR-V {module.version[0]}.{module.version[1]}",
@@ -28,10 +28,10 @@ def disassemble(words: bytes | bytearray | memoryview | np.ndarray | Sequence[in
     for inst in module.instructions:
         _note_type(inst, numbers)
         text = _instruction(inst, module.ext_inst_sets, numbers)
-        if inst.result is not None:
+        if inst.result:
             text = f"%{inst.result} = ".rjust(_INDENT) + text
             if inst.result in names:
-                text += f"  ; {_quote(names[inst.result])}"  # type: ignore[arg-type]
+                text += f"  ; {_quote(names[inst.result])}"
         else:
             text = " " * _INDENT + text
         lines.append(text)
@@ -39,66 +39,61 @@ def disassemble(words: bytes | bytearray | memoryview | np.ndarray | Sequence[in
 
 
 def _note_type(inst: Instruction, numbers: dict[int, np.dtype]) -> None:
+    """Remember the numeric types, to print OpConstant values as numbers of their type."""
     if inst.opname == "OpTypeInt":
-        width, signed = inst.operands[0].value, inst.operands[1].value
+        width, signed = inst.num(0), inst.num(1)
         if width in (8, 16, 32, 64):
-            numbers[inst.result] = np.dtype(f"{'i' if signed else 'u'}{width // 8}")  # type: ignore[index, operator]
+            numbers[inst.result] = np.dtype(f"{'i' if signed else 'u'}{width // 8}")
     elif inst.opname == "OpTypeFloat":
-        width = inst.operands[0].value
+        width = inst.num(0)
         if len(inst.operands) > 1:
-            dtype = _FP_ENCODINGS.get(inst.operands[1].value)  # type: ignore[call-overload]
+            dtype = FP_ENCODINGS.get(inst.num(1))
             if dtype is not None and np.dtype(dtype).itemsize * 8 == width:
-                numbers[inst.result] = np.dtype(dtype)  # type: ignore[index]
+                numbers[inst.result] = np.dtype(dtype)
         elif width in (16, 32, 64):
-            numbers[inst.result] = np.dtype(f"f{width // 8}")  # type: ignore[index, operator]
+            numbers[inst.result] = np.dtype(f"f{width // 8}")
 
 
 def _instruction(inst: Instruction, sets: dict[int, str], numbers: dict[int, np.dtype]) -> str:
     parts = [inst.opname]
-    if inst.result_type is not None:
+    if inst.result_type:
         parts.append(f"%{inst.result_type}")
-    ops = inst.operands
     if inst.opname == "OpExtInst":
-        parts += [f"%{ops[0].value}", _ext_inst_name(sets.get(ops[0].value), ops[1].value)]  # type: ignore[arg-type]
-        tosa = sets.get(ops[0].value) == tables.TOSA_SET  # type: ignore[arg-type]
-        parts += [f"{o.name}=%{o.value}" if tosa else f"%{o.value}" for o in ops[2:]]
+        set_name = sets.get(inst.num(0))
+        tosa = set_name == tables.TOSA_SET
+        parts += [f"%{inst.num(0)}", tables.TOSA_INSTRUCTIONS[inst.num(1)][0] if tosa else str(inst.num(1))]
+        parts += [f"{o.name}=%{o.value}" if tosa else f"%{o.value}" for o in inst.operands[2:]]
         return " ".join(parts)
-    for o in ops:
+    for o in inst.operands:
         if o.kind == "LiteralContextDependentNumber":
-            parts.append(_number(o, numbers.get(inst.result_type)))  # type: ignore[arg-type]
+            parts.append(_number(o, numbers.get(inst.result_type)))
         else:
             parts.append(_operand(o))
     return " ".join(parts)
 
 
-def _ext_inst_name(set_name: str | None, number: int) -> str:
-    if set_name == tables.TOSA_SET:
-        return tables.TOSA_INSTRUCTIONS[number][0]
-    return str(number)
-
-
 def _operand(o: Operand) -> str:
     category = tables.KIND_CATEGORY.get(o.kind)
+    if isinstance(o.value, str):
+        return _quote(o.value)
     if category == "Id":
         return f"%{o.value}"
-    if o.kind == "LiteralString":
-        return _quote(o.value)  # type: ignore[arg-type]
     if o.kind == "LiteralSpecConstantOpInteger":
-        return tables.INSTRUCTIONS[o.value][0]  # type: ignore[index]
+        return tables.INSTRUCTIONS[o.value][0]
     if category == "ValueEnum":
-        return tables.ENUMS[o.kind][o.value][0]  # type: ignore[index]
+        return tables.ENUMS[o.kind][o.value][0]
     if category == "BitEnum":
         values = tables.ENUMS[o.kind]
         if o.value == 0:
             return values[0][0] if 0 in values else "0"
-        return "|".join(values[1 << b][0] for b in range(32) if o.value >> b & 1)  # type: ignore[operator]
+        return "|".join(values[1 << b][0] for b in range(32) if o.value >> b & 1)
     return str(o.value)
 
 
 def _number(o: Operand, dtype: np.dtype | None) -> str:
-    if dtype is None:
+    if dtype is None or isinstance(o.value, str):
         return str(o.value)
-    bits = o.value & ((1 << (dtype.itemsize * 8)) - 1)  # type: ignore[operator]
+    bits = o.value & ((1 << (dtype.itemsize * 8)) - 1)
     value = np.array(bits, dtype=f"<u{dtype.itemsize}").view(dtype)
     return str(value.item() if dtype.kind in "iu" else float(value))
 

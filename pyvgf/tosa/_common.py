@@ -183,13 +183,13 @@ def wrap(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     dtype = np.dtype(dtype)
     values = np.asarray(values, dtype=np.int64)
     if dtype == I48:
-        return ((values + (1 << 47)) & ((1 << 48) - 1)) - (1 << 47)
+        return np.asarray(((values + (1 << 47)) & ((1 << 48) - 1)) - (1 << 47))
     return values.astype(dtype)
 
 
 def saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Clip integer values to the range of `dtype` and convert."""
-    return np.clip(values, int_min(dtype), int_max(dtype)).astype(dtype)
+    return np.asarray(np.clip(values, int_min(dtype), int_max(dtype))).astype(dtype)
 
 
 def float_op(fn: Callable[..., np.ndarray], out_dtype: np.dtype, *inputs: np.ndarray) -> np.ndarray:

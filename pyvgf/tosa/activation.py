@@ -8,7 +8,7 @@ import numpy as np
 
 from ._common import (FLOATS, I8, I16, NAN_PROPAGATE, expect_dtype, expect_nan_mode,
                       expect_same_dtype, expect_shape, fail, float_op, int_max, int_min,
-                      result_type, tensor_type)
+                      result_type, saturate, tensor_type)
 from .registry import tosa_op
 
 _ERF_TERMS = 80
@@ -44,7 +44,7 @@ def clamp(*, min_val: float | int, max_val: float | int, nan_mode: int,
         if nan_mode == NAN_PROPAGATE:
             return float_op(lambda x: np.minimum(np.maximum(x, min_val), max_val), input.dtype, input)
         return float_op(lambda x: np.fmin(np.fmax(x, min_val), max_val), input.dtype, input)
-    return np.clip(input, min_val, max_val).astype(input.dtype)
+    return saturate(np.clip(input.astype(np.int64), min_val, max_val), input.dtype)
 
 
 @clamp.check

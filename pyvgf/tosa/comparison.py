@@ -25,7 +25,7 @@ def _wide(x: np.ndarray) -> np.ndarray:
 
 @tosa_op("EQUAL")
 def equal(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.equal(_wide(input1), _wide(input2))
+    return np.asarray(np.equal(_wide(input1), _wide(input2)))
 
 
 @equal.check
@@ -35,7 +35,7 @@ def _equal_check(result, *, input1, input2):
 
 @tosa_op("GREATER")
 def greater(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.greater(_wide(input1), _wide(input2))
+    return np.asarray(np.greater(_wide(input1), _wide(input2)))
 
 
 @greater.check
@@ -45,7 +45,7 @@ def _greater_check(result, *, input1, input2):
 
 @tosa_op("GREATER_EQUAL")
 def greater_equal(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.greater_equal(_wide(input1), _wide(input2))
+    return np.asarray(np.greater_equal(_wide(input1), _wide(input2)))
 
 
 @greater_equal.check

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from numpy.lib.stride_tricks import sliding_window_view
 
 from . import checking as ck
 from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
@@ -111,6 +112,10 @@ def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp:
     return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation)
 
 
+_EINSUM_CHANNELS = 64
+"""From this many channels a depthwise window sum in einsum beats per-tap multiply-adds."""
+
+
 def _depthwise_taps(w: np.ndarray) -> np.ndarray:
     return w.reshape(-1, w.shape[2] * w.shape[3])
 
@@ -132,13 +137,27 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
     wtaps = _matrix(weight, wzp, dtype, _depthwise_taps)
     xp = padded(input, dtype, pads, izp)
     n = input.shape[0]
+    if channels >= _EINSUM_CHANNELS:
+        # Many channels: one pass summing the 3x3 window of each channel (sliding view).
+        windows = sliding_window_view(xp, ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1),
+                                      axis=(1, 2))
+        windows = windows[:, :(out_size[0] - 1) * stride[0] + 1:stride[0],
+                          :(out_size[1] - 1) * stride[1] + 1:stride[1], :,
+                          ::dilation[0], ::dilation[1]]
+        acc = np.einsum("nhwcij,ijcm->nhwcm", windows, wtaps.reshape(kh, kw, channels, mult))
+        return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
     acc = np.empty((n, *out_size, channels, mult), dtype)
-    tmp = np.empty_like(acc)
-    for t, ((ky, kx), window) in enumerate(taps((kh, kw), stride, dilation, out_size)):
-        w = wtaps[t].reshape(channels, mult)
-        np.multiply(xp[(slice(None), *window)][..., None], w, out=acc if t == 0 else tmp)
-        if t:
-            acc += tmp
+    tmp = np.empty((n, *out_size, channels), dtype)
+    # Few channels: one multiply-add per tap and multiplier m, each running along the channels.
+    for t, (_, window) in enumerate(taps((kh, kw), stride, dilation, out_size)):
+        view = xp[(slice(None), *window)]
+        for m in range(mult):
+            w = wtaps[t, m::mult]
+            if t == 0:
+                np.multiply(view, w, out=acc[..., m])
+            else:
+                np.multiply(view, w, out=tmp)
+                acc[..., m] += tmp
     return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
 
 

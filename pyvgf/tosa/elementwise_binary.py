@@ -10,7 +10,8 @@ from ..errors import TosaError
 from ._common import (BOOL, FLOATS, I8, I16, I32, INTS, const_array,
                       dtype_name, expect_bool_attr, expect_broadcast_result, expect_dtype,
                       expect_nan_mode, expect_same_dtype, expect_shape, fail, float_op,
-                      nan_maximum, nan_minimum, require_range, result_type, tensor_type, wrap)
+                      nan_maximum, nan_minimum, require_range, result_type, saturate, tensor_type,
+                      wrap)
 from .registry import tosa_op
 
 ARITH = (I32, *FLOATS)
@@ -70,7 +71,7 @@ def arithmetic_right_shift(*, round: bool, input1: np.ndarray, input2: np.ndarra
     if round:
         carry = (value >> np.maximum(amount - 1, 0)) & 1
         out = out + np.where(amount > 0, carry, 0)
-    return np.clip(out, np.iinfo(input1.dtype).min, np.iinfo(input1.dtype).max).astype(input1.dtype)
+    return saturate(out, input1.dtype)
 
 
 @arithmetic_right_shift.check
@@ -81,7 +82,7 @@ def _arithmetic_right_shift_check(result, *, round, input1, input2):
 
 @tosa_op("BITWISE_AND")
 def bitwise_and(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.bitwise_and(input1, input2)
+    return np.asarray(np.bitwise_and(input1, input2))
 
 
 @bitwise_and.check
@@ -91,7 +92,7 @@ def _bitwise_and_check(result, *, input1, input2):
 
 @tosa_op("BITWISE_OR")
 def bitwise_or(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.bitwise_or(input1, input2)
+    return np.asarray(np.bitwise_or(input1, input2))
 
 
 @bitwise_or.check
@@ -101,7 +102,7 @@ def _bitwise_or_check(result, *, input1, input2):
 
 @tosa_op("BITWISE_XOR")
 def bitwise_xor(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.bitwise_xor(input1, input2)
+    return np.asarray(np.bitwise_xor(input1, input2))
 
 
 @bitwise_xor.check
@@ -125,7 +126,7 @@ def _intdiv_check(result, *, input1, input2):
 
 @tosa_op("LOGICAL_AND")
 def logical_and(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.logical_and(input1, input2)
+    return np.asarray(np.logical_and(input1, input2))
 
 
 @logical_and.check
@@ -135,7 +136,7 @@ def _logical_and_check(result, *, input1, input2):
 
 @tosa_op("LOGICAL_OR")
 def logical_or(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.logical_or(input1, input2)
+    return np.asarray(np.logical_or(input1, input2))
 
 
 @logical_or.check
@@ -145,7 +146,7 @@ def _logical_or_check(result, *, input1, input2):
 
 @tosa_op("LOGICAL_XOR")
 def logical_xor(*, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
-    return np.logical_xor(input1, input2)
+    return np.asarray(np.logical_xor(input1, input2))
 
 
 @logical_xor.check
@@ -180,7 +181,7 @@ def _logical_right_shift_check(result, *, input1, input2):
 @tosa_op("MAXIMUM")
 def maximum(*, nan_mode: int, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
     if input1.dtype == I32:
-        return np.maximum(input1, input2)
+        return np.asarray(np.maximum(input1, input2))
     return float_op(lambda a, b: nan_maximum(a, b, nan_mode), input1.dtype, input1, input2)
 
 
@@ -193,7 +194,7 @@ def _maximum_check(result, *, nan_mode, input1, input2):
 @tosa_op("MINIMUM")
 def minimum(*, nan_mode: int, input1: np.ndarray, input2: np.ndarray) -> np.ndarray:
     if input1.dtype == I32:
-        return np.minimum(input1, input2)
+        return np.asarray(np.minimum(input1, input2))
     return float_op(lambda a, b: nan_minimum(a, b, nan_mode), input1.dtype, input1, input2)
 
 
@@ -247,12 +248,12 @@ def _pow_check(result, *, input1, input2):
 def table(*, input1: np.ndarray, table: np.ndarray) -> np.ndarray:
     entries = np.asarray(table).reshape(-1)
     if input1.dtype == I8:
-        return entries[_int64(input1) + 128].astype(I8)
+        return np.asarray(entries[_int64(input1) + 128]).astype(I8)
     value = _int64(input1) + 32768
     index, fraction = value >> 7, value & 0x7F
     base = entries.astype(np.int64)[index]
     slope = entries.astype(np.int64)[index + 1] - base
-    return ((base << 7) + slope * fraction).astype(I32)
+    return np.asarray((base << 7) + slope * fraction).astype(I32)
 
 
 @table.check

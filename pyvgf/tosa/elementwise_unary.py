@@ -7,8 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 
 from ._common import (BOOL, FLOATS, I8, I16, I32, const_array, dtype_name, expect_dtype,
-                      expect_same_dtype, expect_shape, fail, float_op, int_max, int_min,
-                      result_type, tensor_type)
+                      expect_same_dtype, expect_shape, fail, float_op, result_type,
+                      saturate, tensor_type, wrap)
 from .registry import tosa_op
 
 
@@ -24,7 +24,7 @@ def _check_unary(op: str, result: object, input1: object, allowed: Iterable[np.d
 @tosa_op("ABS")
 def abs(*, input1: np.ndarray) -> np.ndarray:  # noqa: A001  (spec name)
     if input1.dtype == I32:
-        return np.abs(input1)  # abs(INT32_MIN) wraps to itself, as in two's complement
+        return np.asarray(np.abs(input1))  # abs(INT32_MIN) wraps to itself, as in two's complement
     return float_op(np.abs, input1.dtype, input1)
 
 
@@ -35,7 +35,7 @@ def _abs_check(result, *, input1):
 
 @tosa_op("BITWISE_NOT")
 def bitwise_not(*, input1: np.ndarray) -> np.ndarray:
-    return np.invert(input1)
+    return np.asarray(np.invert(input1))
 
 
 @bitwise_not.check
@@ -61,7 +61,7 @@ def clz(*, input1: np.ndarray) -> np.ndarray:
         empty = (bits >> (32 - width)) == 0
         count += np.where(empty, width, 0).astype(np.int32)
         bits = np.where(empty, (bits << width) & 0xFFFFFFFF, bits)
-    return count + (bits == 0).astype(np.int32)
+    return np.asarray(count + (bits == 0)).astype(np.int32)
 
 
 @clz.check
@@ -111,7 +111,7 @@ def _log_check(result, *, input1):
 
 @tosa_op("LOGICAL_NOT")
 def logical_not(*, input1: np.ndarray) -> np.ndarray:
-    return np.logical_not(input1)
+    return np.asarray(np.logical_not(input1))
 
 
 @logical_not.check
@@ -128,8 +128,8 @@ def negate(*, input1: np.ndarray, input1_zp: np.ndarray, output_zp: np.ndarray) 
     out_zp = int(np.asarray(output_zp).reshape(-1)[0])
     value = out_zp - (np.asarray(input1, dtype=np.int64) - in_zp)
     if dtype == I32:
-        return value.astype(I32)  # int32 arithmetic wraps
-    return np.clip(value, int_min(dtype), int_max(dtype)).astype(dtype)
+        return wrap(value, I32)  # int32 arithmetic wraps
+    return saturate(value, dtype)
 
 
 @negate.check

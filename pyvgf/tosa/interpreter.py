@@ -4,26 +4,43 @@
 registered plan-time check, folds every node whose operands are all known (SPIR-V constants,
 graph constants, folded results), and keeps a flat list of the steps left. `run(inputs)` walks
 that list with a per-call value table, so one plan serves many threads at once.
+
+Ops are called as pyvgf/tosa/registry.py says; an op whose function also declares a
+`result_dtype` keyword (CAST) gets the declared element type of its result there.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Union
 
 import numpy as np
 
 from ..errors import ModelInputError, TosaError
-from ..spirv.graph import Const, Graph, GraphConstant, Input, Node, Operand, Result
+from ..spirv.graph import Const, Graph, GraphConstant, Input, Node, Operand
 from ..types import TensorType
 from .registry import OPS, OpDef
 
-# An operand of a step: ("k", value) for a value known at plan time, ("s", slot) otherwise;
-# a variadic operand is a list of those.
-_Arg = tuple[str, object]
-_Args = dict[str, "_Arg | list[_Arg]"]
-# A planned step before scheduling: node, op function, operands, out slots, result types.
-_Planned = tuple[Node, Callable[..., object], _Args, tuple[int, ...], tuple[TensorType, ...]]
+
+@dataclass(frozen=True)
+class _Known:
+    """An operand value known at plan time."""
+
+    value: object
+
+
+@dataclass(frozen=True)
+class _Slot:
+    """An operand computed at run time: its index in the per-run value table."""
+
+    index: int
+
+
+_Arg = Union[_Known, _Slot]
+_Args = dict[str, Union[_Arg, "list[_Arg]"]]  # a variadic operand is a list
 
 
 @dataclass(frozen=True)
@@ -36,6 +53,7 @@ class _Step:
     outs: tuple[int, ...]
     types: tuple[TensorType, ...]
     free: tuple[int, ...]
+    """Slots last used here (or never): dropped after the step, so memory follows liveness."""
 
 
 class GraphPlan:
@@ -47,72 +65,101 @@ class GraphPlan:
 
     def __init__(self, graph: Graph, constants: Mapping[int, np.ndarray], ops: Mapping[str, OpDef] | None = None):
         self.graph = graph
-        table = OPS if ops is None else ops
-        known: dict[tuple[int, int | None], object] = {}  # (node id, element) -> folded value
-        slots: dict[tuple[int, int | None], int] = {}  # (node id, element) -> value slot
-        bound = {cid: _bind_constant(cid, t, constants) for cid, t in graph.constants.items()}
+        self._ops = OPS if ops is None else ops
+        self._bound = {cid: _bind_constant(cid, t, constants) for cid, t in graph.constants.items()}
         self._inputs = len(graph.inputs)
-        self._slot_count = self._inputs
-        steps: list[_Planned] = []
+        self._slots = self._inputs
+        self._values: dict[tuple[int, int | None], _Arg] = {}  # (node id, element) -> its value
+        planned: list[tuple[Node, OpDef, _Args]] = []
         folded: list[Node] = []
-
-        def resolve(op: Operand) -> _Arg:
-            if isinstance(op, Const):
-                return ("k", op.value)
-            if isinstance(op, GraphConstant):
-                return ("k", bound[op.constant_id])
-            if isinstance(op, Input):
-                return ("s", op.index)
-            key = (op.node, op.element)
-            if key in known:
-                return ("k", known[key])
-            return ("s", slots[key])
-
-        def plan_type(arg: _Arg, op: Operand) -> object:
-            return arg[1] if arg[0] == "k" else op.type  # type: ignore[union-attr]
-
         for node in graph.nodes:
-            opdef = table.get(node.op)
-            if opdef is None:
-                raise TosaError(f"{node.label}: TOSA operator {node.op} is not implemented")
-            args: _Args = {}
-            check_args: dict[str, object] = {}
-            for name, op in node.operands.items():
-                if isinstance(op, tuple):
-                    resolved = [resolve(o) for o in op]
-                    args[name] = resolved
-                    check_args[name] = [plan_type(a, o) for a, o in zip(resolved, op)]
-                else:
-                    args[name] = resolve(op)
-                    check_args[name] = plan_type(args[name], op)  # type: ignore[arg-type]
-            types = node.result_type if isinstance(node.result_type, tuple) else (node.result_type,)
-            if opdef.check is not None:
-                _guard(node, lambda: opdef.check(node.result_type, **check_args))  # type: ignore[misc]
-            elements = range(len(types)) if isinstance(node.result_type, tuple) else (None,)
+            opdef, args = self._check(node)
             if all(_is_known(a) for a in args.values()):
-                values = {n: _known_value(a) for n, a in args.items()}
-                out = _call(node, opdef.fn, values, types)
-                for element, value in zip(elements, out):
-                    value = value.view()
-                    value.flags.writeable = False
-                    known[(node.id, element)] = value
+                self._fold(node, opdef, args)
                 folded.append(node)
-                continue
-            outs = []
-            for element in elements:
-                slots[(node.id, element)] = self._slot_count
-                outs.append(self._slot_count)
-                self._slot_count += 1
-            steps.append((node, opdef.fn, args, tuple(outs), types))
-
-        self._results: list[_Arg] = []
-        for op in graph.results:
-            self._results.append(resolve(op))
-        self._steps = _schedule(steps, self._results)
+            else:
+                planned.append((node, opdef, args))
+                for element in _elements(node):
+                    self._values[(node.id, element)] = _Slot(self._slots)
+                    self._slots += 1
+        self._results = [self._resolve(op) for op in graph.results]
+        self._steps = self._schedule(planned)
         self.folded: tuple[Node, ...] = tuple(folded)
         """The nodes computed at plan time (all their operands were known)."""
         self.schedule: tuple[Node, ...] = tuple(s.node for s in self._steps)
         """The nodes each run executes, in order."""
+
+    # -- planning --------------------------------------------------------------------------------
+
+    def _resolve(self, op: Operand) -> _Arg:
+        if isinstance(op, Const):
+            return _Known(op.value)
+        if isinstance(op, GraphConstant):
+            return _Known(self._bound[op.constant_id])
+        if isinstance(op, Input):
+            return _Slot(op.index)
+        return self._values[(op.node, op.element)]
+
+    def _check(self, node: Node) -> tuple[OpDef, _Args]:
+        """The node's op and resolved operands, after the op's plan-time check passed."""
+        opdef = self._ops.get(node.op)
+        if opdef is None:
+            raise TosaError(f"{node.label}: TOSA operator {node.op} is not implemented")
+        args: _Args = {}
+        seen: dict[str, object] = {}  # what the check sees: values if known, else types
+        for name, op in node.operands.items():
+            if isinstance(op, tuple):
+                parts = [self._resolve(o) for o in op]
+                args[name] = parts
+                seen[name] = [_seen(a, o) for a, o in zip(parts, op)]
+            else:
+                args[name] = arg = self._resolve(op)
+                seen[name] = _seen(arg, op)
+        check = opdef.check
+        if check is not None:
+            _guard(node, lambda: check(node.result_type, **seen))
+        if _wants_result_dtype(opdef.fn):
+            args["result_dtype"] = _Known(_types(node)[0].dtype)
+        return opdef, args
+
+    def _fold(self, node: Node, opdef: OpDef, args: _Args) -> None:
+        values = {name: _known_value(arg) for name, arg in args.items()}
+        for element, value in zip(_elements(node), _call(node, opdef.fn, values, _types(node))):
+            value = value.view()
+            value.flags.writeable = False
+            self._values[(node.id, element)] = _Known(value)
+
+    def _schedule(self, planned: list[tuple[Node, OpDef, _Args]]) -> list[_Step]:
+        """Split each step's operands into static and per-run ones; free slots after last use."""
+        last: dict[int, int] = {}
+        for i, (_, _, args) in enumerate(planned):
+            for arg in args.values():
+                for part in arg if isinstance(arg, list) else [arg]:
+                    if isinstance(part, _Slot):
+                        last[part.index] = i
+        kept = {r.index for r in self._results if isinstance(r, _Slot)}
+        steps = []
+        for i, (node, opdef, args) in enumerate(planned):
+            static: dict[str, object] = {}
+            dynamic: list[tuple[str, int]] = []
+            variadic: list[tuple[str, tuple[_Arg, ...]]] = []
+            for name, arg in args.items():
+                if isinstance(arg, list):
+                    if _is_known(arg):
+                        static[name] = _known_value(arg)
+                    else:
+                        variadic.append((name, tuple(arg)))
+                elif isinstance(arg, _Known):
+                    static[name] = arg.value
+                else:
+                    dynamic.append((name, arg.index))
+            outs = tuple(s.index for e in _elements(node) if isinstance(s := self._values[(node.id, e)], _Slot))
+            used = {s for s, at in last.items() if at == i} | {s for s in outs if s not in last}
+            free = tuple(sorted(used - kept))
+            steps.append(_Step(node, opdef.fn, static, tuple(dynamic), tuple(variadic), outs, _types(node), free))
+        return steps
+
+    # -- running ---------------------------------------------------------------------------------
 
     def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
         """Run the graph on `inputs` (graph input order, of the declared dtype and shape).
@@ -121,25 +168,59 @@ class GraphPlan:
         """
         if len(inputs) != self._inputs:
             raise ModelInputError(f"graph {self.graph.name!r} takes {self._inputs} inputs, got {len(inputs)}")
-        env: list[object] = [None] * self._slot_count
+        env: list[object] = [None] * self._slots
         env[: self._inputs] = inputs
         for step in self._steps:
             kwargs = dict(step.static)
             for name, slot in step.dynamic:
                 kwargs[name] = env[slot]
             for name, parts in step.variadic:
-                kwargs[name] = tuple(env[v] if k == "s" else v for k, v in parts)  # type: ignore[index]
-            out = _call(step.node, step.fn, kwargs, step.types)
-            for slot, value in zip(step.outs, out):
+                kwargs[name] = tuple(env[p.index] if isinstance(p, _Slot) else p.value for p in parts)
+            for slot, value in zip(step.outs, _call(step.node, step.fn, kwargs, step.types)):
                 env[slot] = value
             for slot in step.free:
                 env[slot] = None
         handed: list[np.ndarray] = []
-        for kind, ref in self._results:
-            value = env[ref] if kind == "s" else ref  # type: ignore[index]
-            fresh = kind == "s" and ref >= self._inputs  # type: ignore[operator]
+        for result in self._results:
+            if isinstance(result, _Slot):
+                value = env[result.index]
+                fresh = result.index >= self._inputs
+            else:
+                value, fresh = result.value, False
             handed.append(_owned(value, fresh, inputs, handed))  # type: ignore[arg-type]
         return handed
+
+
+def _elements(node: Node) -> Sequence[int | None]:
+    return range(len(node.result_type)) if isinstance(node.result_type, tuple) else (None,)
+
+
+def _types(node: Node) -> tuple[TensorType, ...]:
+    return node.result_type if isinstance(node.result_type, tuple) else (node.result_type,)
+
+
+def _seen(arg: _Arg, op: Operand) -> object:
+    """What a plan-time check gets for an operand: its value if known, else its type."""
+    return arg.value if isinstance(arg, _Known) else op.type  # type: ignore[union-attr]
+
+
+def _is_known(arg: _Arg | list[_Arg]) -> bool:
+    return all(isinstance(a, _Known) for a in arg) if isinstance(arg, list) else isinstance(arg, _Known)
+
+
+def _known_value(arg: _Arg | list[_Arg]) -> object:
+    if isinstance(arg, list):
+        return tuple(_known_value(a) for a in arg)
+    return arg.value  # type: ignore[union-attr]  (only called on known operands)
+
+
+@functools.cache
+def _wants_result_dtype(fn: Callable[..., object]) -> bool:
+    """Whether an op takes the declared result element type (CAST cannot know it otherwise)."""
+    try:
+        return "result_dtype" in inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def _bind_constant(cid: int, t: TensorType, constants: Mapping[int, np.ndarray]) -> np.ndarray:
@@ -153,18 +234,6 @@ def _bind_constant(cid: int, t: TensorType, constants: Mapping[int, np.ndarray])
     view = value.view()
     view.flags.writeable = False
     return view
-
-
-def _is_known(arg: _Arg | list[_Arg]) -> bool:
-    if isinstance(arg, list):
-        return all(a[0] == "k" for a in arg)
-    return arg[0] == "k"
-
-
-def _known_value(arg: _Arg | list[_Arg]) -> object:
-    if isinstance(arg, list):
-        return tuple(a[1] for a in arg)
-    return arg[1]
 
 
 def _guard(node: Node, fn: Callable[[], object]) -> object:
@@ -186,40 +255,6 @@ def _call(node: Node, fn: Callable[..., object], kwargs: dict[str, object], type
             got = TensorType(value.dtype, value.shape) if isinstance(value, np.ndarray) else type(value).__name__
             raise TosaError(f"{node.label}: result {i} is {got}, the graph declares {t}")
     return results  # type: ignore[return-value]
-
-
-def _schedule(steps: list[_Planned], results: list[_Arg]) -> list[_Step]:
-    """Split operands into static and per-run ones, and free each slot after its last use."""
-    last: dict[int, int] = {}
-    uses: list[list[int]] = []
-    for i, (_, _, args, _, _) in enumerate(steps):
-        used = []
-        for arg in args.values():
-            for kind, ref in arg if isinstance(arg, list) else [arg]:
-                if kind == "s":
-                    used.append(ref)
-                    last[ref] = i  # type: ignore[index]
-        uses.append(used)  # type: ignore[arg-type]
-    kept = {ref for kind, ref in results if kind == "s"}
-    out = []
-    for i, (node, fn, args, outs, types) in enumerate(steps):
-        static: dict[str, object] = {}
-        dynamic: list[tuple[str, int]] = []
-        variadic: list[tuple[str, tuple[_Arg, ...]]] = []
-        for name, arg in args.items():
-            if isinstance(arg, list):
-                if _is_known(arg):
-                    static[name] = _known_value(arg)
-                else:
-                    variadic.append((name, tuple(arg)))
-            elif arg[0] == "k":
-                static[name] = arg[1]
-            else:
-                dynamic.append((name, arg[1]))  # type: ignore[arg-type]
-        dead = {ref for ref in uses[i] if last[ref] == i and ref not in kept}
-        dead |= {slot for slot in outs if slot not in last and slot not in kept}
-        out.append(_Step(node, fn, static, tuple(dynamic), tuple(variadic), outs, types, tuple(sorted(dead))))
-    return out
 
 
 def _owned(value: np.ndarray, fresh: bool, inputs: Sequence[np.ndarray], handed: list[np.ndarray]) -> np.ndarray:

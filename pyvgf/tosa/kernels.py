@@ -115,13 +115,29 @@ def taps(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
 
 def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
            dilation: Sequence[int], out_size: Sequence[int]) -> np.ndarray:
-    """The patch matrix [N * prod(out_size), prod(kernel) * C] of padded input xp [N, *S, C]."""
+    """The patch matrix [N * prod(out_size), prod(kernel) * C] of padded input xp [N, *S, C].
+
+    With many channels each tap copies runs of C contiguous values; with few, runs that short
+    would cost a loop step each, so the patches are gathered transposed (runs along the output
+    width) and the transposed view returned: BLAS takes either layout without a copy.
+    """
     n, channels = xp.shape[0], xp.shape[-1]
     spatial = len(kernel)
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
         return xp.reshape(-1, channels)
-    cols = np.empty((n, *out_size, *kernel, channels), xp.dtype)
-    lead = (slice(None),) * (1 + spatial)
+    rows = n * int(np.prod(out_size))
+    if channels >= _SHORT_RUN:
+        cols = np.empty((n, *out_size, *kernel, channels), xp.dtype)
+        lead = (slice(None),) * (1 + spatial)
+        for index, window in taps(kernel, stride, dilation, out_size):
+            cols[lead + index] = xp[(slice(None), *window)]
+        return cols.reshape(rows, -1)
+    cols_t = np.empty((*kernel, channels, n, *out_size), xp.dtype)
+    order = (1 + spatial, 0, *range(1, 1 + spatial))
     for index, window in taps(kernel, stride, dilation, out_size):
-        cols[lead + index] = xp[(slice(None), *window)]
-    return cols.reshape(-1, int(np.prod(kernel)) * channels)
+        cols_t[index] = xp[(slice(None), *window)].transpose(order)
+    return cols_t.reshape(-1, rows).T
+
+
+_SHORT_RUN = 16
+"""Channel counts below this gather im2col patches transposed."""

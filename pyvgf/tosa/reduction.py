@@ -33,11 +33,11 @@ def _fp32(x: np.ndarray) -> np.ndarray:
 @tosa_op("ARGMAX")
 def argmax(*, axis: int, nan_mode: int, input: np.ndarray) -> np.ndarray:  # noqa: A002
     if input.dtype in INTS:
-        return np.argmax(input, axis=axis).astype(I32)
+        return np.asarray(np.argmax(input, axis=axis)).astype(I32)
     values = _fp32(input)
     if nan_mode != NAN_PROPAGATE:
         values = np.where(np.isnan(values), np.float32(-np.inf), values)
-    return np.argmax(values, axis=axis).astype(I32)  # numpy picks the first NaN, as the spec
+    return np.asarray(np.argmax(values, axis=axis)).astype(I32)  # numpy picks the first NaN, as the spec
 
 
 @argmax.check
@@ -56,7 +56,7 @@ def _argmax_check(result, *, axis, nan_mode, input):  # noqa: A002
 
 @tosa_op("REDUCE_ALL")
 def reduce_all(*, axis: int, input: np.ndarray) -> np.ndarray:  # noqa: A002
-    return np.all(input, axis=axis, keepdims=True)
+    return np.asarray(np.all(input, axis=axis, keepdims=True))
 
 
 @reduce_all.check
@@ -66,7 +66,7 @@ def _reduce_all_check(result, *, axis, input):  # noqa: A002
 
 @tosa_op("REDUCE_ANY")
 def reduce_any(*, axis: int, input: np.ndarray) -> np.ndarray:  # noqa: A002
-    return np.any(input, axis=axis, keepdims=True)
+    return np.asarray(np.any(input, axis=axis, keepdims=True))
 
 
 @reduce_any.check
@@ -77,7 +77,7 @@ def _reduce_any_check(result, *, axis, input):  # noqa: A002
 @tosa_op("REDUCE_MAX")
 def reduce_max(*, axis: int, nan_mode: int, input: np.ndarray) -> np.ndarray:  # noqa: A002
     if input.dtype in INTS:
-        return np.max(input, axis=axis, keepdims=True)
+        return np.asarray(np.max(input, axis=axis, keepdims=True))
     reducer = np.maximum if nan_mode == NAN_PROPAGATE else np.fmax
     return reducer.reduce(_fp32(input), axis=axis, keepdims=True).astype(input.dtype)
 
@@ -91,7 +91,7 @@ def _reduce_max_check(result, *, axis, nan_mode, input):  # noqa: A002
 @tosa_op("REDUCE_MIN")
 def reduce_min(*, axis: int, nan_mode: int, input: np.ndarray) -> np.ndarray:  # noqa: A002
     if input.dtype in INTS:
-        return np.min(input, axis=axis, keepdims=True)
+        return np.asarray(np.min(input, axis=axis, keepdims=True))
     reducer = np.minimum if nan_mode == NAN_PROPAGATE else np.fmin
     return reducer.reduce(_fp32(input), axis=axis, keepdims=True).astype(input.dtype)
 

@@ -6,8 +6,8 @@ import numpy as np
 
 from ._common import (BF16, BOOL, FLOATS, FP8, FP16, FP32, I8, I16, I32, I48, INTS,
                       apply_scale_16, apply_scale_32, const_array, dtype_name, expect_bool_attr,
-                      expect_dtype, expect_int_attr, expect_shape, fail, int_max, int_min,
-                      result_type, tensor_type)
+                      expect_dtype, expect_int_attr, expect_shape, fail, int_min, result_type, saturate,
+                      tensor_type, wrap)
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -34,13 +34,13 @@ def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A
     if src == BOOL or src in INTS and out in INTS:
         return input.astype(out)  # integer narrowing truncates, widening sign-extends
     if out == BOOL:
-        return input != 0
-    wide = input.astype(np.float32)
+        return np.asarray(input != 0)
     if out in INTS:
-        with np.errstate(invalid="ignore"):
-            rounded = np.rint(np.nan_to_num(wide, nan=0.0))
-        return np.clip(rounded, int_min(out), int_max(out)).astype(out)
-    return wide.astype(out)
+        wide = input.astype(np.float64)  # holds every int32 exactly, so clipping is exact
+        # NaN becomes 0 for i8/i16 and INT32_MIN for i32, as tosa_reference_model gives
+        rounded = np.rint(np.nan_to_num(wide, nan=0.0 if out != I32 else float(int_min(I32))))
+        return saturate(rounded, out)
+    return input.astype(np.float32).astype(out)
 
 
 @cast.check
@@ -76,12 +76,12 @@ def rescale(*, scale32: bool, rounding_mode: int, per_channel: bool, input_unsig
         scaled = apply_scale_32(value, mult, shifts, rounding_mode == DOUBLE_ROUND)
     else:
         scaled = apply_scale_16(value, mult, shifts)
-    scaled = scaled + _zero_point(output_zp, out_dtype, output_unsigned)
+    # apply_scale_* and the zero point addition are int32 operations in the specification
+    scaled = wrap(wrap(scaled, I32) + _zero_point(output_zp, out_dtype, output_unsigned), I32)
     if output_unsigned:
         bits = 8 * out_dtype.itemsize
-        return np.clip(scaled, 0, (1 << bits) - 1).astype(np.uint64).astype(
-            np.dtype(f"u{out_dtype.itemsize}")).view(out_dtype)
-    return np.clip(scaled, int_min(out_dtype), int_max(out_dtype)).astype(out_dtype)
+        return wrap(np.clip(scaled, 0, (1 << bits) - 1), out_dtype)
+    return saturate(scaled, out_dtype)
 
 
 @rescale.check

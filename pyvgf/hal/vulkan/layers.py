@@ -1,99 +1,148 @@
-"""Arrange Arm's ML emulation layer so that any Vulkan 1.3 driver runs graph pipelines.
+"""Arm's ML emulation layer: find it and arrange its layers so that any loader stacks them right.
 
-The `ai-ml-emulation-layer-for-vulkan` wheel ships two explicit layers: VK_LAYER_ML_Graph_Emulation
-(VK_ARM_data_graph) must sit above VK_LAYER_ML_Tensor_Emulation (VK_ARM_tensors), because the
-graph layer asks the layer below it for VK_ARM_tensors. Older Vulkan loaders (Debian 12's 1.3.239)
-ignore the order given in VK_INSTANCE_LAYERS and stack explicit layers in the order their manifests
-are found. With both manifests in the wheel's one folder the tensor layer lands on top and device
-creation fails. `emulation_layer_env()` therefore copies each manifest into a folder of its own,
-with an absolute `library_path`, and lists the graph folder first in VK_LAYER_PATH: that order
-works with old and new loaders alike.
+The emulation layer (pip package `ai-ml-emulation-layer-for-vulkan`, module `emulation_layer`)
+implements VK_ARM_tensors (layer VK_LAYER_ML_Tensor_Emulation) and VK_ARM_data_graph
+(VK_LAYER_ML_Graph_Emulation) on any Vulkan 1.3 driver. The Graph layer must sit above the
+Tensor layer, because it asks the layer below it for VK_ARM_tensors.
 
-This module only prepares files and environment variables; it never imports `vulkan`. The
-variables must be in the environment before the Vulkan loader creates an instance (for a child
-process: pass them in its env; in-process: set `os.environ` before the first vkCreateInstance).
+Two traps, both handled here:
+  * The manifests name their libraries by bare file name, which the loader looks up on the
+    library search path, not beside the manifest: pyvgf writes copies with `library_path` made
+    absolute.
+  * Debian 12's loader (1.3.239) ignores the order of VK_INSTANCE_LAYERS and stacks explicit
+    layers in the order their manifests are found. Each manifest therefore gets a folder of its
+    own, the Graph folder listed first. In-process, pyvgf also names the layers in
+    `ppEnabledLayerNames`, Graph first, an order every loader honours.
+
+This module only prepares files and environment variables; it never imports `vulkan`.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import importlib.util
+import json
 import os
-import re
 import tempfile
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 from ...errors import HalError
 
 GRAPH_LAYER = "VK_LAYER_ML_Graph_Emulation"
 TENSOR_LAYER = "VK_LAYER_ML_Tensor_Emulation"
-LAYERS = (GRAPH_LAYER, TENSOR_LAYER)
-"""Instance layer names, outermost (nearest the application) first."""
+EMULATION_LAYERS = (GRAPH_LAYER, TENSOR_LAYER)
+"""Outermost (nearest the application) first: Graph above Tensor."""
+VALIDATION_LAYER = "VK_LAYER_KHRONOS_validation"
 
-_MANIFESTS = {GRAPH_LAYER: "VkLayer_Graph", TENSOR_LAYER: "VkLayer_Tensor"}
-_LIBRARY_PATH = re.compile(r'("library_path"\s*:\s*")([^"]*)(")')
+_MANIFESTS = {GRAPH_LAYER: "VkLayer_Graph.json", TENSOR_LAYER: "VkLayer_Tensor.json"}
 
 
-def emulation_layer_root() -> Path:
-    """The `deploy` folder of the installed emulation_layer package (lib/ and share/ inside).
+@dataclass(frozen=True)
+class EmulationLayer:
+    """An installed copy of Arm's emulation layer."""
 
-    Raises HalError when the package is not installed or lacks its layers.
+    deploy: Path
+    """The package's deploy/ folder (lib/ and share/vulkan/explicit_layer.d/)."""
+    version: str
+
+    def manifest(self, layer: str) -> Path:
+        return self.deploy / "share" / "vulkan" / "explicit_layer.d" / _MANIFESTS[layer]
+
+
+@functools.cache
+def find_emulation_layer() -> EmulationLayer | None:
+    """The emulation layer installed with pip, or None."""
+    try:
+        import emulation_layer
+    except ImportError:
+        return None
+    deploy = Path(emulation_layer.__file__).resolve().parent / "deploy"
+    layer = EmulationLayer(deploy, _version())
+    if not all(layer.manifest(name).is_file() for name in EMULATION_LAYERS):
+        return None
+    return layer
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("ai-ml-emulation-layer-for-vulkan")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def _cache_roots() -> list[Path]:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return [Path(base) / "pyvgf" / "vulkan-layers", Path(tempfile.gettempdir()) / f"pyvgf-{os.getuid()}"]
+
+
+def manifest_folders(layer: EmulationLayer, dest: Path | None = None) -> list[Path]:
+    """One folder per emulation layer manifest, with absolute library paths, Graph first.
+
+    Written once per installed layer (keyed by the manifests' contents), atomically, so that
+    concurrent processes never see half a file. Without `dest`, the user cache is used, or a
+    temporary folder when the cache is not writable.
     """
-    spec = importlib.util.find_spec("emulation_layer")
-    if spec is None or not spec.submodule_search_locations:
-        raise HalError(
-            "the ML emulation layer is not installed: pip install ai-ml-emulation-layer-for-vulkan"
-        )
-    root = Path(next(iter(spec.submodule_search_locations))) / "deploy"
-    for stem in _MANIFESTS.values():
-        for path in (_manifest(root, stem), root / "lib" / f"lib{stem}.so"):
-            if not path.is_file():
-                raise HalError(f"emulation layer package is incomplete: {path} is missing")
-    return root
+    texts = {}
+    for name in EMULATION_LAYERS:
+        data = json.loads(layer.manifest(name).read_text())
+        lib = Path(data["layer"]["library_path"])
+        if not lib.is_absolute():
+            lib = layer.deploy / "lib" / lib.name
+        data["layer"]["library_path"] = str(lib)
+        texts[name] = json.dumps(data, indent=2)
+    key = hashlib.sha256(json.dumps(sorted(texts.items())).encode()).hexdigest()[:16]
+    for root in [dest] if dest is not None else _cache_roots():
+        try:
+            return [_write(root / key / name, _MANIFESTS[name], texts[name]) for name in EMULATION_LAYERS]
+        except OSError:
+            continue
+    raise HalError("no writable folder for the emulation layer manifests")
 
 
-def _manifest(root: Path, stem: str) -> Path:
-    return root / "share" / "vulkan" / "explicit_layer.d" / f"{stem}.json"
+def _write(folder: Path, fname: str, text: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / fname
+    if not target.exists() or target.read_text() != text:
+        tmp = folder / f".{fname}.{os.getpid()}"
+        tmp.write_text(text)
+        tmp.replace(target)
+    return folder
 
 
-def layer_manifest_dirs(dest: Path | None = None) -> list[Path]:
-    """Write one manifest folder per layer (absolute library paths) and return them, graph first.
-
-    `dest` defaults to a per-user folder under the system temp dir, keyed by the installed
-    package's location and manifest contents, so repeated calls reuse the same files.
-    """
-    root = emulation_layer_root()
-    texts = {stem: _manifest(root, stem).read_text() for stem in _MANIFESTS.values()}
-    if dest is None:
-        key = hashlib.sha256(repr((str(root), sorted(texts.items()))).encode()).hexdigest()[:16]
-        dest = Path(tempfile.gettempdir()) / f"pyvgf-vk-layers-{os.getuid()}" / key
-    dirs = []
-    for stem in _MANIFESTS.values():
-        folder = dest / stem
-        library = str(root / "lib" / f"lib{stem}.so")
-        text, count = _LIBRARY_PATH.subn(lambda m: m[1] + library + m[3], texts[stem])
-        if count != 1:
-            raise HalError(f"{_manifest(root, stem)} has {count} library_path entries, expected 1")
-        target = folder / f"{stem}.json"
-        if not target.is_file() or target.read_text() != text:
-            folder.mkdir(parents=True, exist_ok=True)
-            tmp = target.with_name(f"{target.name}.{os.getpid()}.tmp")
-            tmp.write_text(text)
-            tmp.replace(target)
-        dirs.append(folder)
-    return dirs
+@contextmanager
+def layer_search_path(folders: list[Path]) -> Iterator[None]:
+    """Add `folders` to the loader's layer search (VK_ADD_LAYER_PATH) for the duration of
+    instance creation, then restore the environment as it was."""
+    old = os.environ.get("VK_ADD_LAYER_PATH")
+    parts = [str(f) for f in folders] + ([old] if old else [])
+    os.environ["VK_ADD_LAYER_PATH"] = os.pathsep.join(parts)
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("VK_ADD_LAYER_PATH", None)
+        else:
+            os.environ["VK_ADD_LAYER_PATH"] = old
 
 
 def emulation_layer_env(dest: Path | None = None) -> dict[str, str]:
-    """The environment variables that enable the emulation layers in the right order.
+    """Environment variables that enable the emulation layers, in the right order, in a child
+    process (scenario_runner, say): VK_LAYER_PATH (Graph folder first), VK_INSTANCE_LAYERS and,
+    when the caller's environment lacks it, XDG_RUNTIME_DIR (the loader warns without one).
 
-    Returns VK_LAYER_PATH (graph folder first), VK_INSTANCE_LAYERS (graph first) and, when the
-    caller's environment lacks it, XDG_RUNTIME_DIR (the loader warns without one). Merge the
-    result into the environment of the process that creates the Vulkan instance.
+    Raises HalError when the emulation layer is not installed.
     """
+    layer = find_emulation_layer()
+    if layer is None:
+        raise HalError("the ML emulation layer is not installed: pip install ai-ml-emulation-layer-for-vulkan")
     env = {
-        "VK_LAYER_PATH": os.pathsep.join(str(d) for d in layer_manifest_dirs(dest)),
-        "VK_INSTANCE_LAYERS": os.pathsep.join(LAYERS),
+        "VK_LAYER_PATH": os.pathsep.join(map(str, manifest_folders(layer, dest))),
+        "VK_INSTANCE_LAYERS": os.pathsep.join(EMULATION_LAYERS),
     }
     if not os.environ.get("XDG_RUNTIME_DIR"):
         env["XDG_RUNTIME_DIR"] = tempfile.gettempdir()

@@ -1,0 +1,69 @@
+"""The element types a built graph can use, and how each is spelled in MLIR, SPIR-V and VGF."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import TosaError
+from ..format.model import Format
+
+
+@dataclass(frozen=True)
+class ElementType:
+    dtype: np.dtype
+    mlir: str
+    """The MLIR element type (f32, i8, i1, bf16, ...)."""
+    spirv: tuple
+    """("bool",), ("int", width) or ("float", width, fp_encoding or None)."""
+    vk_format: Format | None
+    """The VkFormat of a VGF resource of this type; None: cannot cross the graph interface."""
+
+
+INT48 = np.dtype(np.int64)
+"""int48 values are held in int64 arrays (only inside graphs, as accumulators)."""
+
+_TABLE = [
+    ElementType(np.dtype(np.float32), "f32", ("float", 32, None), Format.R32_SFLOAT),
+    ElementType(np.dtype(np.float16), "f16", ("float", 16, None), Format.R16_SFLOAT),
+    ElementType(
+        np.dtype(ml_dtypes.bfloat16), "bf16", ("float", 16, "BFloat16KHR"),
+        Format.R16_SFLOAT_FPENCODING_BFLOAT16_ARM,
+    ),
+    ElementType(
+        np.dtype(ml_dtypes.float8_e4m3fn), "f8E4M3FN", ("float", 8, "Float8E4M3EXT"),
+        Format.R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM,
+    ),
+    ElementType(
+        np.dtype(ml_dtypes.float8_e5m2), "f8E5M2", ("float", 8, "Float8E5M2EXT"),
+        Format.R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM,
+    ),
+    ElementType(np.dtype(np.int8), "i8", ("int", 8), Format.R8_SINT),
+    ElementType(np.dtype(np.int16), "i16", ("int", 16), Format.R16_SINT),
+    ElementType(np.dtype(np.int32), "i32", ("int", 32), Format.R32_SINT),
+    ElementType(np.dtype(np.bool_), "i1", ("bool",), Format.R8_BOOL_ARM),
+]
+_BY_DTYPE = {t.dtype: t for t in _TABLE}
+_BY_NAME = {t.mlir: t for t in _TABLE} | {str(t.dtype): t for t in _TABLE}
+
+INT48_TYPE = ElementType(INT48, "i48", ("int", 48), None)
+"""Only as the declared type of an int48 tensor: `element_type("int48")`."""
+
+
+def element_type(dtype: object) -> ElementType:
+    """The ElementType of a numpy dtype, or of a name ("float32", "f32", "int48", ...)."""
+    if isinstance(dtype, str):
+        if dtype in ("int48", "i48"):
+            return INT48_TYPE
+        if dtype in _BY_NAME:
+            return _BY_NAME[dtype]
+    try:
+        return _BY_DTYPE[np.dtype(dtype)]
+    except (TypeError, KeyError):
+        raise TosaError(f"element type {dtype!r} is not supported in built graphs") from None
+
+
+SUPPORTED = tuple(t.dtype for t in _TABLE)
+"""Every numpy dtype a graph input, output or constant can have."""

@@ -1,0 +1,243 @@
+"""A TOSA graph under construction: inputs, constants, operators and outputs.
+
+    g = Graph()
+    x = g.input("float32", (1, 8, 8, 4))
+    y = g.op("CONV2D", input=x, weight=w, bias=b, input_zp=zp, weight_zp=zp,
+             pad=[1, 1, 1, 1], stride=[1, 1], dilation=[1, 1], acc_type="FP32",
+             result=("float32", (1, 8, 8, 8)))
+    g.output(g.op("CLAMP", input=y, min_val=0.0, max_val=6.0))
+    data = g.to_bytes()          # a VGF file
+    text = g.to_mlir()           # the same graph as TOSA MLIR
+
+Operands are named as the TOSA.001000.1 grammar names them; enumeration attributes take the
+specification's names ("FP32", "PROPAGATE", "SINGLE_ROUND", "BILINEAR"). A tensor operand takes
+a graph value or a numpy array (which becomes a constant).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import TosaError
+from ._grammar import TOSA_OPCODES
+from .dtypes import ElementType, element_type
+from .signatures import DEFAULTS, ENUMERATIONS, MULTI_RESULT, VARIADIC, Kind, signature
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """The element type and shape of a graph value."""
+
+    etype: ElementType
+    shape: tuple[int, ...]
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.etype.dtype
+
+    def __str__(self) -> str:
+        dims = "".join(f"{d}x" for d in self.shape)
+        return f"tensor<{dims}{self.etype.mlir}>"
+
+
+@dataclass(frozen=True, eq=False)
+class Value:
+    """A tensor of the graph: an input, a constant, or an operator's result."""
+
+    graph: Graph
+    node: int
+    spec: TensorSpec
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.spec.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.spec.dtype
+
+
+@dataclass
+class Node:
+    """One graph node: kind is "input", "constant" or "op"."""
+
+    kind: str
+    result: TensorSpec
+    op: str = ""
+    operands: dict[str, object] = field(default_factory=dict)
+    """For ops: operand name -> Value, list of Values, or the attribute's Python value."""
+    data: np.ndarray | None = None
+    """For constants: the values (a private read-only copy)."""
+
+
+def _spec(dtype: object, shape: Sequence[int]) -> TensorSpec:
+    dims = tuple(int(d) for d in shape)
+    if not dims:
+        raise TosaError("rank-0 tensors are not supported in built graphs")
+    if any(d <= 0 for d in dims):
+        raise TosaError(f"shape {dims} must have positive dimensions")
+    return TensorSpec(element_type(dtype), dims)
+
+
+_BOOL_RESULT = {"EQUAL", "GREATER", "GREATER_EQUAL"}
+_SAME_SHAPE = {
+    "ADD", "ARITHMETIC_RIGHT_SHIFT", "BITWISE_AND", "BITWISE_OR", "BITWISE_XOR", "INTDIV",
+    "LOGICAL_AND", "LOGICAL_LEFT_SHIFT", "LOGICAL_RIGHT_SHIFT", "LOGICAL_OR", "LOGICAL_XOR",
+    "MAXIMUM", "MINIMUM", "MUL", "POW", "SUB", "EQUAL", "GREATER", "GREATER_EQUAL", "SELECT",
+    "CLAMP", "ERF", "SIGMOID", "TANH", "ABS", "BITWISE_NOT", "CEIL", "CLZ", "COS", "EXP",
+    "FLOOR", "LOG", "LOGICAL_NOT", "NEGATE", "RECIPROCAL", "RSQRT", "SIN",
+}
+"""Elementwise ops whose result shape is the broadcast of their tensor operands."""
+_ELEMENTWISE_INPUTS = ("input", "input1", "input2", "input3")
+
+
+class Graph:
+    """A single-segment TOSA graph that can be written as a VGF file or as TOSA MLIR."""
+
+    def __init__(self) -> None:
+        self.nodes: list[Node] = []
+        self.inputs: list[Value] = []
+        self.outputs: list[Value] = []
+
+    def input(self, dtype: object, shape: Sequence[int]) -> Value:
+        """Declare the next graph input."""
+        value = self._add(Node("input", _spec(dtype, shape)))
+        self.inputs.append(value)
+        return value
+
+    def constant(self, array: object, dtype: object = None) -> Value:
+        """A constant tensor (copied: later changes to `array` do not affect the graph)."""
+        data = np.array(array, dtype=dtype, copy=True)
+        spec = _spec(data.dtype, data.shape)
+        data.setflags(write=False)
+        return self._add(Node("constant", spec, data=data))
+
+    def op(self, name: str, *, result: object = None, **operands: object) -> Value:
+        """Add TOSA operator `name`; `result` is its (dtype, shape) or a TensorSpec.
+
+        The result may be left out for elementwise operators: it is then the broadcast of the
+        tensor operands, of the first operand's type (bool for comparisons).
+        """
+        if name not in TOSA_OPCODES:
+            raise TosaError(f"{name!r} is not a TOSA.001000.1 operator")
+        if name in MULTI_RESULT:
+            raise TosaError(f"{name} has several results: not supported by pyvgf.build yet")
+        sig = signature(name)
+        unknown = set(operands) - {n for n, _ in sig}
+        if unknown:
+            raise TosaError(f"{name} has no operand {sorted(unknown)[0]!r}; it takes {[n for n, _ in sig]}")
+        resolved: dict[str, object] = {}
+        for operand, kind in sig:
+            if operand not in operands:
+                if operand in DEFAULTS:
+                    resolved[operand] = DEFAULTS[operand]
+                    continue
+                raise TosaError(f"{name}: operand {operand!r} is missing")
+            resolved[operand] = self._operand(name, operand, kind, operands[operand])
+        spec = self._result(name, resolved, result)
+        return self._add(Node("op", spec, op=name, operands=resolved))
+
+    def output(self, *values: Value) -> None:
+        """Declare graph outputs, in order."""
+        for value in values:
+            self._own(value, "output")
+            if self.nodes[value.node].kind == "constant":
+                raise TosaError("a constant cannot be a graph output")
+            self.outputs.append(value)
+
+    def to_spirv(self, **options: object) -> np.ndarray:
+        """The SPIR-V graph module (uint32 words). See `pyvgf.build.spirv.emit`."""
+        from .spirv import emit
+
+        return emit(self, **options).words
+
+    def to_vgf(self, **options: object):
+        """The VGF object model (pyvgf.format.model.VGF) of this graph."""
+        from .container import to_vgf
+
+        return to_vgf(self, **options)
+
+    def to_bytes(self, **options: object) -> bytes:
+        """A VGF file (format 0.5) holding this graph."""
+        from ..format import write
+
+        return write(self.to_vgf(**options))
+
+    def to_mlir(self) -> str:
+        """This graph as TOSA MLIR text that model-converter accepts."""
+        from .mlir import emit
+
+        return emit(self)
+
+    def _add(self, node: Node) -> Value:
+        self.nodes.append(node)
+        return Value(self, len(self.nodes) - 1, node.result)
+
+    def _own(self, value: object, where: str) -> Value:
+        if not isinstance(value, Value):
+            raise TosaError(f"{where}: expected a graph value, got {type(value).__name__}")
+        if value.graph is not self:
+            raise TosaError(f"{where}: the value belongs to another graph")
+        return value
+
+    def _tensor(self, where: str, value: object) -> Value:
+        if isinstance(value, Value):
+            return self._own(value, where)
+        if isinstance(value, np.ndarray):
+            return self.constant(value)
+        raise TosaError(f"{where}: expected a graph value or a numpy array, got {type(value).__name__}")
+
+    def _operand(self, op: str, name: str, kind: Kind, value: object) -> object:
+        where = f"{op} operand {name!r}"
+        if kind is Kind.TENSOR:
+            if op in VARIADIC and VARIADIC[op] == name:
+                if not isinstance(value, (list, tuple)) or not value:
+                    raise TosaError(f"{where}: expected a non-empty list of tensors")
+                return [self._tensor(where, v) for v in value]
+            return self._tensor(where, value)
+        if kind is Kind.ENUM:
+            if value not in ENUMERATIONS[name]:
+                raise TosaError(f"{where}: {value!r} is not one of {sorted(ENUMERATIONS[name])}")
+            return value
+        if kind is Kind.BOOL:
+            if not isinstance(value, (bool, np.bool_)):
+                raise TosaError(f"{where}: expected a bool, got {value!r}")
+            return bool(value)
+        if kind is Kind.INT:
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool):
+                raise TosaError(f"{where}: expected an int, got {value!r}")
+            return int(value)
+        if kind is Kind.VALUE:
+            if not isinstance(value, (int, float, np.number)) or isinstance(value, bool):
+                raise TosaError(f"{where}: expected a number, got {value!r}")
+            return value
+        try:
+            ints = tuple(int(v) for v in value)  # ARRAY, SHAPE
+        except (TypeError, ValueError):
+            raise TosaError(f"{where}: expected a list of ints, got {value!r}") from None
+        if not ints:
+            raise TosaError(f"{where}: must not be empty")
+        return ints
+
+    def _result(self, op: str, operands: dict[str, object], result: object) -> TensorSpec:
+        if isinstance(result, TensorSpec):
+            return result
+        if result is not None:
+            try:
+                dtype, shape = result
+            except (TypeError, ValueError):
+                raise TosaError(f"{op}: result must be (dtype, shape), got {result!r}") from None
+            return _spec(dtype, shape)
+        if op not in _SAME_SHAPE:
+            raise TosaError(f"{op}: give the result type: result=(dtype, shape)")
+        tensors = [operands[n] for n in _ELEMENTWISE_INPUTS if isinstance(operands.get(n), Value)]
+        try:
+            shape = np.broadcast_shapes(*(t.shape for t in tensors))
+        except ValueError:
+            raise TosaError(f"{op}: operand shapes {[t.shape for t in tensors]} do not broadcast") from None
+        first = tensors[1] if op == "SELECT" else tensors[0]
+        etype = element_type(np.bool_) if op in _BOOL_RESULT else first.spec.etype
+        return TensorSpec(etype, tuple(shape))

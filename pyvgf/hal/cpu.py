@@ -1,0 +1,291 @@
+"""The cpu backend: the HAL in numpy, with no GPU and no Vulkan.
+
+Memory is a numpy byte array; tensors and buffers are views into it, so resources bound to the
+same memory alias exactly as in Vulkan. Data graph pipelines run through the TOSA interpreter
+(`GraphPlan`, built once when the pipeline is created); compute pipelines run the Python
+stand-in registered for their module name. A command buffer is a list of steps that
+`Queue.submit` runs in order, in the calling thread, each finished before the next starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from ..errors import HalError, VGFError
+from . import _classes as hal
+from .shaders import find_shader
+
+_ALIGNMENT = 16
+
+
+def request_adapter() -> CpuAdapter:
+    """The cpu adapter."""
+    return CpuAdapter(
+        hal.AdapterInfo(backend="cpu", name="pyvgf numpy executor", device_type="cpu", driver="numpy " + np.__version__),
+        hal.Limits(),
+        frozenset({"VK_ARM_tensors", "VK_ARM_data_graph", "VK_ARM_data_graph_instruction_set_tosa"}),
+    )
+
+
+class CpuAdapter(hal.Adapter):
+    def _request_device(self, shaders, label):
+        return CpuDevice(self, shaders, label)
+
+
+def _round_up(n: int) -> int:
+    return -(-n // _ALIGNMENT) * _ALIGNMENT
+
+
+class CpuDevice(hal.Device):
+    def _create_queue(self):
+        return CpuQueue(self)
+
+    def _allocate_memory(self, size, label):
+        return CpuMemory(self, size, label)
+
+    def _tensor_memory_requirements(self, description):
+        return hal.MemoryRequirements(_round_up(description.nbytes), _ALIGNMENT)
+
+    def _create_tensor(self, description, memory, offset, label):
+        return CpuTensor(self, description, memory, offset, label)
+
+    def _buffer_memory_requirements(self, size, usage):
+        return hal.MemoryRequirements(_round_up(size), _ALIGNMENT)
+
+    def _create_buffer(self, size, usage, memory, offset, label):
+        return CpuBuffer(self, size, usage, memory, offset, label)
+
+    def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label):
+        return CpuDataGraphPipeline(self, module, entry_point, layout, resources, constants, label)
+
+    def _create_data_graph_session(self, pipeline, label):
+        return CpuDataGraphSession(self, pipeline, label)
+
+    def _create_compute_pipeline(self, module, entry_point, layout, label):
+        return CpuComputePipeline(self, module, entry_point, layout, label)
+
+    def _create_command_encoder(self, label):
+        return CpuCommandEncoder(self, label)
+
+
+class CpuMemory(hal.DeviceMemory):
+    def __init__(self, device, size, label=""):
+        super().__init__(device, size, label)
+        self.bytes = np.zeros(size, np.uint8)
+
+    def _destroy(self):
+        self.bytes = None
+
+
+def _bytes_of(memory: CpuMemory | None, offset: int, size: int) -> tuple[np.ndarray, int]:
+    """The byte array a resource lives in, and its offset there (own memory when none given)."""
+    if memory is None:
+        return np.zeros(_round_up(size), np.uint8), 0
+    return memory.bytes, offset
+
+
+class CpuTensor(hal.Tensor):
+    def __init__(self, device, description, memory, offset, label=""):
+        super().__init__(device, description, memory, offset, label)
+        self._bytes, self._offset = _bytes_of(memory, offset, description.nbytes)
+
+    def array(self) -> np.ndarray:
+        """A writable typed view of the tensor's memory, with its shape and strides."""
+        self._check()
+        d = self.description
+        return np.ndarray(d.shape, d.dtype, buffer=self._bytes, offset=self._offset, strides=d.byte_strides)
+
+    def _destroy(self):
+        self._bytes = None
+
+
+class CpuBuffer(hal.Buffer):
+    def __init__(self, device, size, usage, memory, offset, label=""):
+        super().__init__(device, size, usage, memory, offset, label)
+        self._bytes, self._offset = _bytes_of(memory, offset, size)
+
+    def array(self) -> np.ndarray:
+        """A writable flat uint8 view of the buffer's memory."""
+        self._check()
+        return self._bytes[self._offset:self._offset + self.size]
+
+    def _destroy(self):
+        self._bytes = None
+
+
+def _view(resource: hal.TensorView | hal.Buffer) -> np.ndarray:
+    return resource.tensor.array() if isinstance(resource, hal.TensorView) else resource.array()
+
+
+def _constant_array(c: hal.GraphConstant) -> np.ndarray:
+    """The constant's data read as its description says, without copying when it is contiguous."""
+    d = c.description
+    data = c.data if c.data.flags.c_contiguous else np.ascontiguousarray(c.data)
+    raw = data.reshape(-1).view(np.uint8)
+    return np.ndarray(d.shape, d.dtype, buffer=raw, strides=d.byte_strides)
+
+
+class CpuDataGraphPipeline(hal.DataGraphPipeline):
+    """Decodes the graph and plans it once; checks the graph against resources and constants."""
+
+    def __init__(self, device, module, entry_point, layout, resources, constants, label=""):
+        super().__init__(device, module, entry_point, layout, resources, constants, label)
+        from ..spirv import decode_graph
+        from ..tosa.interpreter import GraphPlan
+
+        self.graph = decode_graph(module.code, entry_point or None)
+        described = {(r.descriptor_set, r.binding): r.description for r in resources}
+        for port in (*self.graph.inputs, *self.graph.outputs):
+            key = (port.descriptor_set, port.binding)
+            desc = described.get(key)
+            if desc is None:
+                raise HalError(f"graph {self.label!r} uses set {key[0]} binding {key[1]}, "
+                               f"which no pipeline resource describes")
+            if (desc.dtype, desc.shape) != (port.type.dtype, tuple(port.type.shape)):
+                raise HalError(f"graph {self.label!r} set {key[0]} binding {key[1]} is {port.type}, "
+                               f"but the resource is described as {desc}")
+        given = {c.id: c for c in constants}
+        arrays = {}
+        for gid, ttype in self.graph.constants.items():
+            c = given.get(gid)
+            if c is None:
+                raise HalError(f"graph {self.label!r} uses graph constant {gid}, which was not given")
+            arrays[gid] = _constant_array(c)
+            if (arrays[gid].dtype, arrays[gid].shape) != (ttype.dtype, tuple(ttype.shape)):
+                raise HalError(f"graph constant {gid} of {self.label!r} is {ttype}, "
+                               f"given {c.description}")
+        self.plan = GraphPlan(self.graph, arrays)
+
+
+class CpuDataGraphSession(hal.DataGraphSession):
+    """The interpreter keeps its temporaries per run, so a session needs no memory."""
+
+    def _bind_point_requirements(self):
+        return []
+
+    def _memory_requirements(self, bind_point, object_index):
+        raise HalError(f"{self} has no bind points")
+
+    def _bind_memory(self, memory, offset, bind_point, object_index):
+        raise HalError(f"{self} has no bind points")
+
+
+class CpuComputePipeline(hal.ComputePipeline):
+    def __init__(self, device, module, entry_point, layout, label=""):
+        super().__init__(device, module, entry_point, layout, label)
+        self.shader = find_shader(module.name, device.shaders)
+
+
+Step = Callable[[], None]
+
+
+class CpuCommandEncoder(hal.CommandEncoder):
+    def __init__(self, device, label=""):
+        super().__init__(device, label)
+        self._steps: list[Step] = []
+
+    def _sets(self, point: hal.PipelineBindPoint) -> dict[int, hal.DescriptorSet]:
+        return dict(self._state.sets.get(point, {}))
+
+    def _bind_pipeline(self, point, pipeline):
+        pass
+
+    def _bind_descriptor_set(self, point, layout, index, descriptor_set):
+        pass
+
+    def _push_constants(self, layout, stages, offset, data):
+        raise HalError("the cpu backend's Python shaders take no push constants")
+
+    def _dispatch_data_graph(self, session):
+        plan, graph, sets = session.pipeline.plan, session.pipeline.graph, self._sets(hal.PipelineBindPoint.DATA_GRAPH)
+        inputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.inputs]
+        outputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.outputs]
+
+        def run() -> None:
+            results = plan.run([_view(v) for v in inputs])
+            for view, value in zip(outputs, results):
+                np.copyto(_view(view), value, casting="no")
+
+        self._steps.append(run)
+
+    def _dispatch(self, x, y, z):
+        pipeline = self._state.pipelines[hal.PipelineBindPoint.COMPUTE]
+        sets = self._sets(hal.PipelineBindPoint.COMPUTE)
+        bound = {(i, b): res for i, s in sets.items() for b, res in s.resources.items()}
+
+        def run() -> None:
+            try:
+                pipeline.shader({key: _view(res) for key, res in bound.items()}, (x, y, z))
+            except VGFError:
+                raise
+            except Exception as exc:
+                raise HalError(f"Python shader of compute module {pipeline.module.name!r} failed: "
+                               f"{type(exc).__name__}: {exc}") from exc
+
+        self._steps.append(run)
+
+    def _copy_tensor(self, src, dst, regions):
+        def run() -> None:
+            a, b = src.array(), dst.array()
+            for r in regions:
+                b[tuple(slice(o, o + e) for o, e in zip(r.dst_offset, r.extent))] = \
+                    a[tuple(slice(o, o + e) for o, e in zip(r.src_offset, r.extent))]
+
+        self._steps.append(run)
+
+    def _copy_buffer(self, src, dst, src_offset, dst_offset, size):
+        def run() -> None:
+            dst.array()[dst_offset:dst_offset + size] = src.array()[src_offset:src_offset + size]
+
+        self._steps.append(run)
+
+    def _barrier(self):
+        pass  # steps run one after another; each one's writes are visible to the next
+
+    def _finish(self):
+        return CpuCommandBuffer(self.device, self._steps, self.label)
+
+
+class CpuCommandBuffer(hal.CommandBuffer):
+    def __init__(self, device, steps: list[Step], label=""):
+        super().__init__(device, label)
+        self.steps = steps
+
+
+class CpuFence(hal.Fence):
+    def __init__(self, error: Exception | None):
+        super().__init__("fence")
+        self._error = error
+
+    def _wait(self, timeout):
+        if self._error is not None:
+            raise self._error
+        return True
+
+
+class CpuQueue(hal.Queue):
+    def _submit(self, command_buffers):
+        try:
+            for cb in command_buffers:
+                for step in cb.steps:
+                    step()
+        except VGFError as exc:
+            return CpuFence(exc)
+        return CpuFence(None)
+
+    def _write_tensor(self, tensor, data):
+        tensor.array()[...] = data
+
+    def _read_tensor(self, tensor):
+        return np.array(tensor.array(), copy=True, order="C")
+
+    def _write_buffer(self, buffer, data, offset):
+        buffer.array()[offset:offset + data.size] = data
+
+    def _read_buffer(self, buffer, offset, size):
+        return buffer.array()[offset:offset + size].copy()
+
+    def _wait_idle(self):
+        pass  # submit returns once its work is done

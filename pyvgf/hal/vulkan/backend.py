@@ -1,0 +1,534 @@
+"""The `vulkan` HAL backend: every HAL object backed by the Vulkan object of the same name.
+
+The HAL (pyvgf/hal/_classes.py) checks arguments and object state; this module turns each hook
+into Vulkan calls through the objects of context.py, tensors.py, pipelines.py and commands.py.
+spec/vulkan-backend.md maps every HAL call to the Vulkan calls it makes.
+
+Threads: the command pool and the queue are externally synchronised in Vulkan, so a command
+encoder records into a Python list and replays it into a VkCommandBuffer in `finish()` under
+the device's lock; `Queue.submit` and fence bookkeeping hold the queue's lock.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...errors import HalError
+from .. import _classes as hal
+from . import _ffi, commands, pipelines, tensors
+from ._vk import new_struct, vk
+from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance
+
+_DEVICE_TYPES = {0: "other", 1: "integrated-gpu", 2: "discrete-gpu", 3: "virtual-gpu", 4: "cpu"}
+
+
+def request_adapter(
+    *,
+    device_index: int | None = None,
+    emulation: str = "auto",
+    validation: bool = False,
+    on_message: MessageSink | None = None,
+) -> VulkanAdapter:
+    """The Vulkan adapter: the best usable physical device (or `device_index`), with Arm's
+    emulation layer stacked when the driver lacks VK_ARM_tensors / VK_ARM_data_graph
+    (`emulation` "auto", "always" or "never"). `validation` adds VK_LAYER_KHRONOS_validation and
+    sends its messages to `on_message(severity, types, message_id, text)`."""
+    instance = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message)
+    try:
+        devices = instance.physical_devices()
+        reports = [instance.describe(i, pd) for i, pd in enumerate(devices)]
+        index = _pick(reports, device_index)
+        return VulkanAdapter(instance, devices[index], reports[index])
+    except BaseException:
+        instance.release()
+        raise
+
+
+def _pick(reports: list[DeviceReport], device_index: int | None) -> int:
+    if device_index is not None:
+        if not 0 <= device_index < len(reports):
+            raise HalError(f"Vulkan device index {device_index} out of range 0..{len(reports) - 1}")
+        index = device_index
+    else:
+        rank = {2: 0, 1: 1, 3: 2, 4: 3}
+        index = min(range(len(reports)), key=lambda i: (not reports[i].usable, rank.get(reports[i].device_type_code, 9), i))
+    if not reports[index].usable:
+        raise HalError(f"Vulkan device {index} ({reports[index].name}) lacks {reports[index].missing_text()}")
+    return index
+
+
+def _limits(physical_device: Any) -> hal.Limits:
+    mod = vk()
+    tensor = new_struct("VkPhysicalDeviceTensorPropertiesARM", sType=_ffi.STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_PROPERTIES_ARM)
+    props2 = mod.VkPhysicalDeviceProperties2(pNext=tensor)
+    mod.vkGetPhysicalDeviceProperties2(physical_device, props2)
+    core = props2.properties.limits
+    return hal.Limits(
+        max_tensor_dimension_count=int(tensor.maxTensorDimensionCount),
+        max_tensor_elements=int(tensor.maxTensorElements),
+        max_per_dimension_tensor_elements=int(tensor.maxPerDimensionTensorElements),
+        max_tensor_stride=int(tensor.maxTensorStride),
+        max_tensor_size=int(tensor.maxTensorSize),
+        max_descriptor_set_storage_tensors=int(tensor.maxDescriptorSetStorageTensors),
+        max_bound_descriptor_sets=int(core.maxBoundDescriptorSets),
+        max_push_constants_size=int(core.maxPushConstantsSize),
+        max_storage_buffer_range=int(core.maxStorageBufferRange),
+        max_compute_work_group_count=tuple(int(n) for n in core.maxComputeWorkGroupCount),
+    )
+
+
+class VulkanAdapter(hal.Adapter):
+    """A VkPhysicalDevice of a VulkanInstance shared with the devices it creates."""
+
+    def __init__(self, instance: VulkanInstance, physical_device: Any, report: DeviceReport):
+        mod = vk()
+        props = mod.vkGetPhysicalDeviceProperties(physical_device)
+        info = hal.AdapterInfo(
+            backend="vulkan",
+            name=report.name,
+            vendor_id=int(props.vendorID),
+            device_id=int(props.deviceID),
+            device_type=_DEVICE_TYPES.get(report.device_type_code, "other"),
+            driver=report.driver,
+            api_version=tuple(int(x) for x in report.api_version.split(".")),
+        )
+        super().__init__(info, _limits(physical_device), frozenset(report.extensions))
+        self.report = report
+        self.uses_emulation = instance.uses_emulation
+        self._instance = instance
+        self._release = weakref.finalize(self, instance.release)
+
+    def _destroy(self) -> None:
+        self._release()
+
+    def _request_device(self, shaders, label):
+        return VulkanDevice(self, shaders, label)
+
+
+class VulkanDevice(hal.Device):
+    """A VkDevice with one queue and command pool (VulkanContext)."""
+
+    def __init__(self, adapter: VulkanAdapter, shaders, label: str = ""):
+        self.ctx = VulkanContext(instance=adapter._instance, device_index=adapter.report.index)
+        self.lock = threading.Lock()
+        """Guards the command pool (vkAllocate/Free/record command buffers)."""
+        self._close = weakref.finalize(self, self.ctx.destroy)
+        try:
+            self._host_bits = self._host_memory_bits()
+            super().__init__(adapter, shaders, label)
+        except BaseException:
+            self._close()
+            raise
+
+    def _host_memory_bits(self) -> int:
+        """Memory types that every tensor and buffer accepts, so one DeviceMemory can hold
+        aliased tensors and buffers alike."""
+        probe = tensors.tensor_description(100, (4,))
+        _, _, tensor_bits = tensors.tensor_memory_requirements(self.ctx, probe)
+        _, _, buffer_bits = tensors.buffer_memory_requirements(self.ctx, 16)
+        bits = tensor_bits & buffer_bits
+        if not self.ctx.memory_types_for(bits, host_visible=True):
+            raise HalError(f"{self.ctx.report.name} has no host-visible memory type shared by tensors and buffers")
+        return bits
+
+    def _destroy(self) -> None:
+        if self.ctx.device is not None:
+            vk().vkDeviceWaitIdle(self.ctx.device)
+        super()._destroy()
+        self.queue._release_fences()
+        self._close()
+
+    def _create_queue(self):
+        return VulkanQueue(self)
+
+    def _allocate_memory(self, size, label):
+        return VulkanMemory(self, size, label)
+
+    def _tensor_memory_requirements(self, description):
+        size, alignment, _ = tensors.tensor_memory_requirements(self.ctx, _vk_description(description))
+        return hal.MemoryRequirements(max(size, description.nbytes), alignment)
+
+    def _create_tensor(self, description, memory, offset, label):
+        if description.strides is not None and description.strides != description.packed_strides and not self.ctx.tensor_non_packed:
+            raise HalError(f"tensor {description} has non-packed strides {list(description.strides)}, but "
+                           f"{self.ctx.report.name} lacks the tensorNonPacked feature")
+        return VulkanTensor(self, description, memory, offset, label)
+
+    def _buffer_memory_requirements(self, size, usage):
+        size_, alignment, _ = tensors.buffer_memory_requirements(self.ctx, size, int(usage))
+        return hal.MemoryRequirements(size_, alignment)
+
+    def _create_buffer(self, size, usage, memory, offset, label):
+        return VulkanBuffer(self, size, usage, memory, offset, label)
+
+    def _create_descriptor_set_layout(self, bindings, label):
+        return VulkanDescriptorSetLayout(self, bindings, label)
+
+    def _create_pipeline_layout(self, set_layouts, push_constant_ranges, label):
+        return VulkanPipelineLayout(self, set_layouts, push_constant_ranges, label)
+
+    def _create_descriptor_set(self, layout, resources, label):
+        return VulkanDescriptorSet(self, layout, resources, label)
+
+    def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label):
+        return VulkanDataGraphPipeline(self, module, entry_point, layout, resources, constants, label)
+
+    def _create_data_graph_session(self, pipeline, label):
+        return VulkanDataGraphSession(self, pipeline, label)
+
+    def _create_compute_pipeline(self, module, entry_point, layout, label):
+        return VulkanComputePipeline(self, module, entry_point, layout, label)
+
+    def _create_command_encoder(self, label):
+        return VulkanCommandEncoder(self, label)
+
+    def live_objects(self) -> dict[str, int]:
+        """Vulkan objects of this device not yet destroyed, by type (for leak checks)."""
+        return {k: v for k, v in self.ctx.live.items() if v}
+
+
+class _Backed:
+    """A HAL object backed by a Vulkan object `vk` (None until made, so that an object whose
+    construction failed, and which its device still lists, destroys nothing)."""
+
+    vk: Any = None
+
+    def _destroy(self) -> None:
+        if self.vk is not None:
+            self.vk.destroy()
+            self.vk = None
+
+
+def _vk_description(d: hal.TensorDescription) -> Any:
+    return tensors.tensor_description(d.format, d.shape, d.strides, usage=int(d.usage), tiling=int(d.tiling))
+
+
+class VulkanMemory(_Backed, hal.DeviceMemory):
+    def __init__(self, device: VulkanDevice, size: int, label: str = ""):
+        super().__init__(device, size, label)
+        self.vk = tensors.Memory(device.ctx, size, device._host_bits, label=label)
+
+
+class VulkanTensor(_Backed, hal.Tensor):
+    def __init__(self, device: VulkanDevice, description, memory, offset, label=""):
+        super().__init__(device, description, memory, offset, label)
+        self.vk = tensors.Tensor(
+            device.ctx,
+            description.format,
+            description.shape,
+            strides=description.strides,
+            usage=int(description.usage),
+            tiling=int(description.tiling),
+            memory=memory.vk if memory is not None else None,
+            offset=offset,
+            with_view=False,
+            label=label,
+        )
+
+    def _create_view(self, label):
+        return VulkanTensorView(self, label)
+
+    def array(self) -> np.ndarray:
+        """A writable typed view of the tensor in mapped memory (LINEAR tensors)."""
+        return self.vk.array(self.dtype)
+
+
+class VulkanTensorView(hal.TensorView):
+    handle: Any = None
+
+    def __init__(self, tensor: VulkanTensor, label=""):
+        super().__init__(tensor, label)
+        self.handle = tensors.create_tensor_view(tensor.device.ctx, tensor.vk)
+
+    def _destroy(self):
+        if self.handle is not None and self.device.ctx.device is not None:
+            tensors.destroy_tensor_view(self.device.ctx, self.handle)
+        self.handle = None
+
+
+class VulkanBuffer(_Backed, hal.Buffer):
+    def __init__(self, device: VulkanDevice, size, usage, memory, offset, label=""):
+        super().__init__(device, size, usage, memory, offset, label)
+        self.vk = tensors.Buffer(
+            device.ctx, size, usage=int(usage), memory=memory.vk if memory is not None else None, offset=offset, label=label
+        )
+
+
+class VulkanDescriptorSetLayout(_Backed, hal.DescriptorSetLayout):
+    def __init__(self, device: VulkanDevice, bindings, label=""):
+        super().__init__(device, bindings, label)
+        stage_all = vk().VK_SHADER_STAGE_ALL
+        # Data graph pipelines have no shader stage: their bindings are visible to all stages.
+        self.vk = pipelines.DescriptorSetLayout(
+            device.ctx,
+            [(b.binding, int(b.descriptor_type), stage_all if b.descriptor_type == hal.DescriptorType.TENSOR else int(b.stages)) for b in bindings],
+        )
+
+
+class VulkanPipelineLayout(_Backed, hal.PipelineLayout):
+    def __init__(self, device: VulkanDevice, set_layouts, push_constant_ranges, label=""):
+        super().__init__(device, set_layouts, push_constant_ranges, label)
+        self.vk = pipelines.PipelineLayout(
+            device.ctx,
+            [s.vk for s in set_layouts],
+            [(int(r.stages), r.offset, r.size) for r in push_constant_ranges],
+        )
+
+
+class VulkanDescriptorSet(_Backed, hal.DescriptorSet):
+    def __init__(self, device: VulkanDevice, layout: VulkanDescriptorSetLayout, resources, label=""):
+        super().__init__(device, layout, resources, label)
+        self.vk = pipelines.DescriptorSet(device.ctx, layout.vk)
+        try:
+            for binding, res in resources.items():
+                if isinstance(res, VulkanTensorView):
+                    self.vk.write_view(binding, res.handle)
+                else:
+                    self.vk.write_buffer(binding, res.vk)
+        except BaseException:
+            self.vk.destroy()
+            raise
+
+
+def _graph_resource(r: hal.DataGraphResource) -> pipelines.GraphResource:
+    d = r.description
+    return pipelines.GraphResource(r.descriptor_set, r.binding, d.format, d.shape, d.strides, int(d.usage), int(d.tiling))
+
+
+def _graph_constant(c: hal.GraphConstant) -> pipelines.GraphConstant:
+    d = c.description
+    return pipelines.GraphConstant(c.id, d.format, d.shape, c.data, c.sparsity_dimension, d.strides)
+
+
+class VulkanDataGraphPipeline(_Backed, hal.DataGraphPipeline):
+    def __init__(self, device: VulkanDevice, module, entry_point, layout, resources, constants, label=""):
+        super().__init__(device, module, entry_point, layout, resources, constants, label)
+        self.vk = pipelines.DataGraphPipeline(
+            device.ctx,
+            module.code,
+            entry_point,
+            layout.vk,
+            [_graph_resource(r) for r in resources],
+            [_graph_constant(c) for c in constants],
+            label=self.label,
+        )
+
+
+class VulkanDataGraphSession(_Backed, hal.DataGraphSession):
+    def __init__(self, device: VulkanDevice, pipeline: VulkanDataGraphPipeline, label=""):
+        super().__init__(device, pipeline, label)
+        self.vk = pipelines.DataGraphSession(device.ctx, pipeline.vk)
+        self._requirements = self.vk.requirements()
+        for bind_point, _ in self._requirements:
+            if bind_point not in hal.SessionBindPoint._value2member_map_:
+                raise HalError(f"data graph session of {pipeline} asks for bind point {bind_point}, which pyvgf does not know")
+
+    def _bind_point_requirements(self):
+        return [hal.BindPointRequirement(hal.SessionBindPoint(bp), n) for bp, n in self._requirements]
+
+    def _memory_requirements(self, bind_point, object_index):
+        size, alignment, _ = self.vk.memory_requirements(int(bind_point), object_index)
+        return hal.MemoryRequirements(size, alignment)
+
+    def _bind_memory(self, memory, offset, bind_point, object_index):
+        self.vk.bind(int(bind_point), object_index, memory.vk, offset)
+
+
+class VulkanComputePipeline(_Backed, hal.ComputePipeline):
+    def __init__(self, device: VulkanDevice, module, entry_point, layout, label=""):
+        super().__init__(device, module, entry_point, layout, label)
+        if module.language != "spirv":
+            raise HalError(
+                f"compute module {module.name!r} is {module.language.upper()} source: the vulkan backend runs SPIR-V "
+                "only (compile it to SPIR-V, or run the model on the cpu backend with a Python stand-in)"
+            )
+        self.vk = pipelines.ComputePipeline(device.ctx, module.code, entry_point, layout.vk, label=self.label)
+
+
+Command = Callable[[commands.CommandBuffer], None]
+
+
+class VulkanCommandEncoder(hal.CommandEncoder):
+    """Records into a list; `finish()` replays it into a VkCommandBuffer under the device lock
+    and ends it with a barrier that makes every write visible to the host."""
+
+    def __init__(self, device: VulkanDevice, label=""):
+        super().__init__(device, label)
+        self._commands: list[Command] = []
+
+    def _bind_pipeline(self, point, pipeline):
+        self._commands.append(lambda cb: cb.bind_pipeline(int(point), pipeline.vk))
+
+    def _bind_descriptor_set(self, point, layout, index, descriptor_set):
+        self._commands.append(lambda cb: cb.bind_set(int(point), layout.vk, index, descriptor_set.vk))
+
+    def _push_constants(self, layout, stages, offset, data):
+        self._commands.append(lambda cb: cb.push_constants(layout.vk, int(stages), offset, data))
+
+    def _dispatch_data_graph(self, session):
+        self._commands.append(lambda cb: cb.dispatch_session(session.vk))
+
+    def _dispatch(self, x, y, z):
+        self._commands.append(lambda cb: cb.dispatch(x, y, z))
+
+    def _copy_tensor(self, src, dst, regions):
+        whole = (tuple([0] * len(src.shape)), tuple([0] * len(src.shape)), tuple(src.shape))
+        spans = [(tuple(r.src_offset), tuple(r.dst_offset), tuple(r.extent)) for r in regions]
+        if src.shape != dst.shape or spans != [whole]:
+            raise HalError(
+                f"vkCmdCopyTensorARM copies whole tensors of equal shape only (one region, zero offsets, "
+                f"extent = shape: VUID-VkCopyTensorInfoARM-regionCount-09686, -09687, -09688, -09689); "
+                f"got {src!r} -> {dst!r} with regions {regions}"
+            )
+        self._commands.append(lambda cb: cb.copy_tensor(src.vk, dst.vk, spans))
+
+    def _copy_buffer(self, src, dst, src_offset, dst_offset, size):
+        self._commands.append(lambda cb: cb.copy_buffer(src.vk, dst.vk, src_offset, dst_offset, size))
+
+    def _barrier(self):
+        self._commands.append(lambda cb: cb.memory_barrier())
+
+    def _finish(self):
+        device: VulkanDevice = self.device
+        with device.lock:
+            cb = commands.CommandBuffer(device.ctx)
+            try:
+                cb.begin()
+                for command in self._commands:
+                    command(cb)
+                cb.host_barrier()
+                cb.end()
+            except BaseException:
+                cb.destroy()
+                raise
+        self._commands = []
+        return VulkanCommandBuffer(device, cb, self.label)
+
+
+class VulkanCommandBuffer(hal.CommandBuffer):
+    def __init__(self, device: VulkanDevice, cb: commands.CommandBuffer, label=""):
+        super().__init__(device, label)
+        self.vk = cb
+        self.last: _Submission | None = None
+        """The latest submission of this command buffer (it must finish before the next)."""
+
+    def _destroy(self):
+        if self.last is not None:
+            self.last.wait(None)
+        with self.device.lock:
+            self.vk.destroy()
+
+
+class _Submission:
+    """One vkQueueSubmit and its VkFence. Every wait on the fence goes through `lock`, so the
+    fence can be recycled by the first wait that sees it signalled."""
+
+    def __init__(self, queue: VulkanQueue, fence: commands.Fence):
+        self.queue = queue
+        self.fence: commands.Fence | None = fence
+        self.lock = threading.Lock()
+        self.done = False
+
+    def wait(self, timeout: float | None) -> bool:
+        with self.lock:
+            if self.done:
+                return True
+            if timeout is not None and timeout <= 0:
+                if not self.fence.signalled():
+                    return False
+            elif not self.fence.wait_for(timeout):
+                return False
+            self.done = True
+            self.queue._retire(self)
+            return True
+
+
+class VulkanFence(hal.Fence):
+    def __init__(self, submission: _Submission):
+        super().__init__("fence")
+        self._submission = submission
+
+    def _wait(self, timeout):
+        return self._submission.wait(timeout)
+
+
+class VulkanQueue(hal.Queue):
+    """The device's VkQueue. A host read or write first waits for every submission made
+    before it (the HAL's synchronous transfer rule)."""
+
+    def __init__(self, device: VulkanDevice):
+        super().__init__(device)
+        self._lock = threading.Lock()
+        self._pending: list[_Submission] = []
+        self._free: list[commands.Fence] = []
+
+    def _submit(self, command_buffers):
+        for cb in command_buffers:
+            if cb.last is not None:
+                cb.last.wait(None)
+        ctx = self.device.ctx
+        with self._lock:
+            fence = self._free.pop() if self._free else commands.Fence(ctx)
+            sub = _Submission(self, fence)
+            try:
+                commands.submit(ctx, [cb.vk for cb in command_buffers], fence)
+            except BaseException:
+                self._free.append(fence)
+                raise
+            self._pending.append(sub)
+        for cb in command_buffers:
+            cb.last = sub
+        return VulkanFence(sub)
+
+    def _retire(self, sub: _Submission) -> None:
+        """A submission finished: recycle its fence (called under the submission's lock)."""
+        with self._lock:
+            if sub in self._pending:
+                self._pending.remove(sub)
+            if sub.fence is not None:
+                sub.fence.reset()
+                self._free.append(sub.fence)
+                sub.fence = None
+
+    def _finish_earlier_work(self) -> None:
+        with self._lock:
+            pending = list(self._pending)
+        for sub in pending:
+            sub.wait(None)
+
+    def _write_tensor(self, tensor, data):
+        self._finish_earlier_work()
+        tensor.array()[...] = data
+
+    def _read_tensor(self, tensor):
+        self._finish_earlier_work()
+        return np.array(tensor.array(), copy=True, order="C")
+
+    def _write_buffer(self, buffer, data, offset):
+        self._finish_earlier_work()
+        buffer.vk.array()[offset : offset + data.size] = data
+
+    def _read_buffer(self, buffer, offset, size):
+        self._finish_earlier_work()
+        return buffer.vk.array()[offset : offset + size].copy()
+
+    def _wait_idle(self):
+        self._finish_earlier_work()
+
+    def _release_fences(self) -> None:
+        """Destroy every VkFence (the device is idle)."""
+        with self._lock:
+            for sub in self._pending:
+                sub.done = True
+                if sub.fence is not None:
+                    self._free.append(sub.fence)
+                    sub.fence = None
+            self._pending = []
+            for fence in self._free:
+                fence.destroy()
+            self._free = []

@@ -1,0 +1,534 @@
+"""Vulkan instance, physical device choice and logical device with the ARM ML extensions.
+
+`VulkanContext` owns one VkInstance, one VkDevice with a queue and command pool, the ARM
+function pointers, and a count of every live Vulkan object it created (for leak checks).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ...errors import HalError
+from . import _ffi, layers
+from ._ffi import ffi
+from ._vk import call, new_struct, to_arm, vk
+
+API_VERSION = (1, 3, 0)
+
+REQUIRED_FEATURES = (
+    "tensors",
+    "shaderTensorAccess",
+    "dataGraph",
+    "synchronization2",
+    "maintenance4",
+    "vulkanMemoryModel",
+    "shaderInt8",
+    "shaderInt16",
+    "shaderInt64",
+    "storageBuffer8BitAccess",
+)
+"""Features every pyvgf device enables; a device without one of them is refused."""
+
+OPTIONAL_EXTENSIONS = (
+    "VK_KHR_maintenance5",
+    "VK_KHR_deferred_host_operations",
+    _ffi.EXT_REPLICATED_COMPOSITES,
+)
+"""Enabled when the device has them (VK_ARM_data_graph lists maintenance5 and deferred host
+operations as dependencies; the emulation layer works without them on older drivers)."""
+
+MessageSink = Callable[[int, int, str, str], None]
+"""(severity bits, type bits, message id name, message text) of a debug-utils message."""
+
+
+@dataclass
+class DeviceReport:
+    """What one physical device offers pyvgf."""
+
+    index: int
+    name: str
+    device_type: str
+    api_version: str
+    driver: str
+    extensions: set[str] = field(repr=False)
+    native_arm: set[str] = field(default_factory=set)
+    """The ARM extensions the driver itself has (without the emulation layer)."""
+    missing_features: list[str] = field(default_factory=list)
+    missing_extensions: list[str] = field(default_factory=list)
+    device_type_code: int = 0
+
+    @property
+    def usable(self) -> bool:
+        return not self.missing_features and not self.missing_extensions
+
+    def missing_text(self) -> str:
+        """What the device lacks, in words (with a hint when the ARM extensions are absent)."""
+        what = []
+        if self.missing_extensions:
+            what.append("extensions " + ", ".join(self.missing_extensions))
+        if self.missing_features:
+            what.append("features " + ", ".join(self.missing_features))
+        text = " and ".join(what) or "nothing"
+        if _ffi.EXT_TENSORS in self.missing_extensions:
+            text += " (install Arm's emulation layer: pip install ai-ml-emulation-layer-for-vulkan)"
+        return text
+
+
+_TYPE_NAMES = {0: "other", 1: "integrated GPU", 2: "discrete GPU", 3: "virtual GPU", 4: "CPU"}
+_TYPE_RANK = {2: 0, 1: 1, 3: 2, 4: 3, 0: 4}
+
+
+def _version(v: int) -> str:
+    return f"{v >> 22}.{(v >> 12) & 0x3FF}.{v & 0xFFF}"
+
+
+def _make_version(major: int, minor: int, patch: int) -> int:
+    return (major << 22) | (minor << 12) | patch
+
+
+@functools.cache
+def native_arm_extensions() -> tuple[frozenset[str], ...]:
+    """Per physical device, the ARM ML extensions its driver has with no layer enabled."""
+    mod = vk()
+    app = mod.VkApplicationInfo(
+        pApplicationName="pyvgf-probe", apiVersion=_make_version(*API_VERSION)
+    )
+    inst = call("vkCreateInstance", mod.vkCreateInstance, mod.VkInstanceCreateInfo(pApplicationInfo=app), None)
+    try:
+        out = []
+        for pd in mod.vkEnumeratePhysicalDevices(inst):
+            names = {e.extensionName for e in mod.vkEnumerateDeviceExtensionProperties(pd, None)}
+            out.append(frozenset(names & {_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH}))
+        return tuple(out)
+    finally:
+        mod.vkDestroyInstance(inst, None)
+
+
+class _FeatureChain:
+    """The VkPhysicalDeviceFeatures2 chain pyvgf queries and enables."""
+
+    def __init__(self, replicated: bool):
+        mod = vk()
+        self.tensor = new_struct(
+            "VkPhysicalDeviceTensorFeaturesARM", sType=_ffi.STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_FEATURES_ARM
+        )
+        self.graph = new_struct(
+            "VkPhysicalDeviceDataGraphFeaturesARM",
+            sType=_ffi.STRUCTURE_TYPE_PHYSICAL_DEVICE_DATA_GRAPH_FEATURES_ARM,
+            pNext=self.tensor,
+        )
+        head: Any = self.graph
+        self.replicated = None
+        if replicated:
+            self.replicated = new_struct(
+                "VkPhysicalDeviceShaderReplicatedCompositesFeaturesEXT",
+                sType=_ffi.STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_REPLICATED_COMPOSITES_FEATURES_EXT,
+                pNext=self.graph,
+            )
+            head = self.replicated
+        self.v13 = mod.VkPhysicalDeviceVulkan13Features(pNext=head)
+        self.v12 = mod.VkPhysicalDeviceVulkan12Features(pNext=mod.ffi.addressof(self.v13))
+        self.features2 = mod.VkPhysicalDeviceFeatures2(pNext=mod.ffi.addressof(self.v12))
+        self._owners = (self.v13, self.v12)
+
+    def _fields(self) -> dict[str, tuple[Any, str]]:
+        return {
+            "tensors": (self.tensor, "tensors"),
+            "shaderTensorAccess": (self.tensor, "shaderTensorAccess"),
+            "dataGraph": (self.graph, "dataGraph"),
+            "synchronization2": (self.v13, "synchronization2"),
+            "maintenance4": (self.v13, "maintenance4"),
+            "vulkanMemoryModel": (self.v12, "vulkanMemoryModel"),
+            "shaderInt8": (self.v12, "shaderInt8"),
+            "storageBuffer8BitAccess": (self.v12, "storageBuffer8BitAccess"),
+            "shaderInt16": (self.features2.features, "shaderInt16"),
+            "shaderInt64": (self.features2.features, "shaderInt64"),
+        }
+
+    def missing(self) -> list[str]:
+        return [name for name, (s, f) in self._fields().items() if not getattr(s, f)]
+
+    def request_required(self) -> None:
+        """Set every feature pyvgf needs (on a fresh, zeroed chain used to create a device)."""
+        for struct, name in self._fields().values():
+            setattr(struct, name, 1)
+        if self.replicated is not None:
+            self.replicated.shaderReplicatedComposites = 1
+
+
+class VulkanInstance:
+    """A VkInstance with the emulation layers stacked when needed, and its physical devices.
+
+    emulation: "auto" (the emulation layer only when no driver has the ARM extensions),
+    "always" or "never". validation: also enable VK_LAYER_KHRONOS_validation (above the
+    emulation layers) and send its messages to `on_message`.
+    """
+
+    def __init__(
+        self,
+        *,
+        emulation: str = "auto",
+        validation: bool = False,
+        on_message: MessageSink | None = None,
+        live: Counter[str] | None = None,
+    ):
+        if emulation not in ("auto", "always", "never"):
+            raise HalError(f"emulation must be 'auto', 'always' or 'never', not {emulation!r}")
+        self.live: Counter[str] = Counter() if live is None else live
+        self.handle = None
+        self._users = 1
+        self._messenger = None
+        self._on_message = on_message
+        self.uses_emulation = False
+        self.emulation_layer: layers.EmulationLayer | None = None
+        self.layers: list[str] = []
+        try:
+            self._create(emulation, validation)
+        except BaseException:
+            self.destroy()
+            raise
+
+    def _create(self, emulation: str, validation: bool) -> None:
+        mod = vk()
+        enabled: list[str] = []
+        folders = []
+        native = native_arm_extensions()
+        full = frozenset({_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH})
+        if emulation == "always" or (emulation == "auto" and not any(n == full for n in native)):
+            el = layers.find_emulation_layer()
+            if el is None:
+                if emulation == "always":
+                    raise HalError(
+                        "Arm's ML emulation layer is not installed: pip install ai-ml-emulation-layer-for-vulkan"
+                    )
+            else:
+                folders += layers.manifest_folders(el)
+                enabled += list(layers.EMULATION_LAYERS)
+                self.uses_emulation = True
+                self.emulation_layer = el
+        if validation:
+            enabled.insert(0, layers.VALIDATION_LAYER)
+        extensions = []
+        with layers.layer_search_path(folders):
+            available = {p.layerName for p in mod.vkEnumerateInstanceLayerProperties()}
+            missing = [name for name in enabled if name not in available]
+            if missing:
+                raise HalError(f"Vulkan layers not found by the loader: {', '.join(missing)}")
+            if validation or self._on_message is not None:
+                extensions.append("VK_EXT_debug_utils")
+            if validation:
+                extensions.append("VK_EXT_validation_features")
+            app = mod.VkApplicationInfo(
+                pApplicationName="pyvgf",
+                pEngineName="pyvgf",
+                apiVersion=_make_version(*API_VERSION),
+            )
+            features = None
+            if validation:
+                # Validation layers that predate the ARM extensions (Debian 12: 1.3.239) crash
+                # on them unless two parts are off: handle wrapping (the ARM commands they do
+                # not know would pass wrapped handles down to the emulation layers) and the
+                # core state tracker (it dereferences descriptor data of unknown types).
+                # Parameter, object-lifetime and thread-safety checks stay on.
+                disabled = [
+                    mod.VK_VALIDATION_FEATURE_DISABLE_UNIQUE_HANDLES_EXT,
+                    mod.VK_VALIDATION_FEATURE_DISABLE_CORE_CHECKS_EXT,
+                ]
+                features = mod.VkValidationFeaturesEXT(
+                    disabledValidationFeatureCount=len(disabled), pDisabledValidationFeatures=disabled
+                )
+            info = mod.VkInstanceCreateInfo(
+                pNext=features,
+                pApplicationInfo=app,
+                enabledLayerCount=len(enabled),
+                ppEnabledLayerNames=enabled or None,
+                enabledExtensionCount=len(extensions),
+                ppEnabledExtensionNames=extensions or None,
+            )
+            self.handle = call("vkCreateInstance", mod.vkCreateInstance, info, None)
+        self.live["VkInstance"] += 1
+        self.layers = enabled
+        if extensions:
+            self._create_messenger()
+
+    def _create_messenger(self) -> None:
+        mod = vk()
+        sink = self._on_message
+
+        def callback(severity, types, data, user_data):  # noqa: ANN001 - cffi callback
+            msg_id = mod.ffi.string(data.pMessageIdName).decode() if data.pMessageIdName else ""
+            text = mod.ffi.string(data.pMessage).decode(errors="replace") if data.pMessage else ""
+            if sink is not None:
+                sink(int(severity), int(types), msg_id, text)
+            return 0
+
+        info = mod.VkDebugUtilsMessengerCreateInfoEXT(
+            messageSeverity=mod.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
+            | mod.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
+            messageType=mod.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
+            | mod.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
+            | mod.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
+            pfnUserCallback=callback,
+        )
+        self._callback = callback
+        create = mod.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
+        self._messenger = create(self.handle, info, None)
+        self.live["VkDebugUtilsMessengerEXT"] += 1
+
+    def physical_devices(self) -> list[Any]:
+        devices = vk().vkEnumeratePhysicalDevices(self.handle)
+        if not devices:
+            raise HalError("the Vulkan loader found no physical device (no driver installed?)")
+        return list(devices)
+
+    def reports(self) -> list[DeviceReport]:
+        """What each physical device offers, in enumeration order."""
+        return [self.describe(i, pd) for i, pd in enumerate(self.physical_devices())]
+
+    def describe(self, index: int, pd: Any) -> DeviceReport:
+        """What physical device `pd` offers: name, driver, ARM extensions, missing features."""
+        mod = vk()
+        driver = mod.VkPhysicalDeviceDriverProperties()
+        props2 = mod.VkPhysicalDeviceProperties2(pNext=mod.ffi.addressof(driver))
+        mod.vkGetPhysicalDeviceProperties2(pd, props2)
+        p = props2.properties
+        exts = {e.extensionName for e in mod.vkEnumerateDeviceExtensionProperties(pd, None)}
+        chain = _FeatureChain(_ffi.EXT_REPLICATED_COMPOSITES in exts)
+        missing_ext = [e for e in (_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH) if e not in exts]
+        if not missing_ext:
+            mod.vkGetPhysicalDeviceFeatures2(pd, chain.features2)
+            missing_feat = chain.missing()
+        else:
+            missing_feat = []
+        if p.apiVersion < _make_version(*API_VERSION):
+            missing_ext.insert(0, "Vulkan 1.3")
+        native = native_arm_extensions()
+        return DeviceReport(
+            index=index,
+            name=mod.ffi.string(p.deviceName).decode(),
+            device_type=_TYPE_NAMES.get(p.deviceType, str(p.deviceType)),
+            api_version=_version(p.apiVersion),
+            driver=f"{mod.ffi.string(driver.driverName).decode()} {mod.ffi.string(driver.driverInfo).decode()}".strip(),
+            extensions=exts,
+            native_arm=set(native[index]) if index < len(native) else set(),
+            missing_features=missing_feat,
+            missing_extensions=missing_ext,
+            device_type_code=p.deviceType,
+        )
+
+    def acquire(self) -> VulkanInstance:
+        """One more user (an adapter, a device): destroy() takes effect after the last one."""
+        if self.handle is None:
+            raise HalError("the Vulkan instance was destroyed")
+        self._users += 1
+        return self
+
+    def release(self) -> None:
+        """One user fewer; the last one destroys the instance."""
+        self._users -= 1
+        if self._users <= 0:
+            self.destroy()
+
+    def destroy(self) -> None:
+        """Destroy the messenger and instance now (idempotent)."""
+        mod = vk()
+        if self.handle is None:
+            return
+        if self._messenger is not None:
+            destroy = mod.vkGetInstanceProcAddr(self.handle, "vkDestroyDebugUtilsMessengerEXT")
+            destroy(self.handle, self._messenger, None)
+            self._messenger = None
+            self.live["VkDebugUtilsMessengerEXT"] -= 1
+        mod.vkDestroyInstance(self.handle, None)
+        self.handle = None
+        self.live["VkInstance"] -= 1
+
+
+class VulkanContext:
+    """A VkDevice ready for tensors and data graph pipelines, on a VulkanInstance of its own
+    (made from the other arguments) or on `instance`, shared; `device_index` picks the physical
+    device, None the best usable one (discrete GPU first, CPU last)."""
+
+    def __init__(
+        self,
+        *,
+        instance: VulkanInstance | None = None,
+        device_index: int | None = None,
+        emulation: str = "auto",
+        validation: bool = False,
+        on_message: MessageSink | None = None,
+    ):
+        mod = vk()
+        self.live: Counter[str] = Counter()
+        self.device = None
+        if instance is None:
+            self.vi = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message, live=self.live)
+        else:
+            self.vi = instance.acquire()
+        self.instance = self.vi.handle
+        self.uses_emulation = self.vi.uses_emulation
+        try:
+            self.physical_device, self.report = self._choose(device_index)
+            self._create_device()
+        except BaseException:
+            self.destroy()
+            raise
+        props = mod.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
+        self.memory_types = [
+            (props.memoryTypes[i].propertyFlags, props.memoryTypes[i].heapIndex)
+            for i in range(props.memoryTypeCount)
+        ]
+
+    def _choose(self, device_index: int | None) -> tuple[Any, DeviceReport]:
+        devices = self.vi.physical_devices()
+        reports = [self.vi.describe(i, pd) for i, pd in enumerate(devices)]
+        if device_index is not None:
+            if not 0 <= device_index < len(devices):
+                raise HalError(f"Vulkan device index {device_index} out of range 0..{len(devices) - 1}")
+            best = device_index
+        else:
+            best = min(
+                range(len(devices)),
+                key=lambda i: (not reports[i].usable, _TYPE_RANK.get(reports[i].device_type_code, 9), i),
+            )
+        report = reports[best]
+        if not report.usable:
+            raise HalError(f"Vulkan device {best} ({report.name}) lacks {report.missing_text()}")
+        return devices[best], report
+
+    # -- logical device ---------------------------------------------------------------------
+
+    def _queue_family(self) -> int:
+        mod = vk()
+        families = mod.vkGetPhysicalDeviceQueueFamilyProperties(self.physical_device)
+        graph = [i for i, f in enumerate(families) if f.queueFlags & _ffi.QUEUE_DATA_GRAPH_BIT_ARM and f.queueFlags & mod.VK_QUEUE_COMPUTE_BIT]
+        compute = [i for i, f in enumerate(families) if f.queueFlags & mod.VK_QUEUE_COMPUTE_BIT]
+        if graph:
+            return graph[0]
+        if compute:
+            return compute[0]
+        raise HalError(f"Vulkan device {self.report.name} has no compute queue")
+
+    def _create_device(self) -> None:
+        mod = vk()
+        exts = self.report.extensions
+        query = _FeatureChain(_ffi.EXT_REPLICATED_COMPOSITES in exts)
+        mod.vkGetPhysicalDeviceFeatures2(self.physical_device, query.features2)
+        self.replicated_composites = bool(query.replicated and query.replicated.shaderReplicatedComposites)
+        self.tensor_non_packed = bool(query.tensor.tensorNonPacked)
+        chain = _FeatureChain(self.replicated_composites)
+        chain.request_required()
+        chain.tensor.tensorNonPacked = int(self.tensor_non_packed)
+        enable = [_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH] + [e for e in OPTIONAL_EXTENSIONS if e in exts]
+        if not self.replicated_composites and _ffi.EXT_REPLICATED_COMPOSITES in enable:
+            enable.remove(_ffi.EXT_REPLICATED_COMPOSITES)
+        self.enabled_extensions = enable
+        self.queue_family = self._queue_family()
+        queue = mod.VkDeviceQueueCreateInfo(
+            queueFamilyIndex=self.queue_family, queueCount=1, pQueuePriorities=[1.0]
+        )
+        info = mod.VkDeviceCreateInfo(
+            pNext=mod.ffi.addressof(chain.features2),
+            queueCreateInfoCount=1,
+            pQueueCreateInfos=[queue],
+            enabledExtensionCount=len(enable),
+            ppEnabledExtensionNames=enable,
+        )
+        self.device = call("vkCreateDevice", mod.vkCreateDevice, self.physical_device, info, None)
+        self.live["VkDevice"] += 1
+        self.arm_device = to_arm("VkDevice", self.device)
+        self.fn = _load_device_functions(self.device)
+        self.queue = mod.vkGetDeviceQueue(self.device, self.queue_family, 0)
+        pool_info = mod.VkCommandPoolCreateInfo(
+            flags=mod.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+            queueFamilyIndex=self.queue_family,
+        )
+        self.command_pool = call("vkCreateCommandPool", mod.vkCreateCommandPool, self.device, pool_info, None)
+        self.live["VkCommandPool"] += 1
+
+    # -- memory -----------------------------------------------------------------------------
+
+    def memory_types_for(self, type_bits: int, *, host_visible: bool) -> list[int]:
+        """Indices of the memory types allowed by `type_bits`, best first: host-visible and
+        coherent only when asked; device-local before the rest."""
+        mod = vk()
+        want = mod.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | mod.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
+        local = mod.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
+        candidates = [i for i in range(len(self.memory_types)) if type_bits & (1 << i)]
+        if host_visible:
+            candidates = [i for i in candidates if self.memory_types[i][0] & want == want]
+        return sorted(candidates, key=lambda i: not self.memory_types[i][0] & local)
+
+    def allocate(self, size: int, type_bits: int, *, host_visible: bool) -> tuple[Any, int]:
+        """(VkDeviceMemory, memory type index) of `size` bytes; when the preferred
+        (device-local) heap is full, the next allowed type is tried."""
+        mod = vk()
+        candidates = self.memory_types_for(type_bits, host_visible=host_visible)
+        if not candidates:
+            kind = "host-visible coherent " if host_visible else ""
+            raise HalError(f"no {kind}memory type fits the bits {type_bits:#x} on {self.report.name}")
+        failure = None
+        for index in candidates:
+            info = mod.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=index)
+            try:
+                memory = mod.vkAllocateMemory(self.device, info, None)
+            except (mod.VkErrorOutOfDeviceMemory, mod.VkErrorOutOfHostMemory) as exc:
+                failure = exc
+                continue
+            except mod.VkError as exc:
+                raise HalError(f"vkAllocateMemory of {size} bytes failed: {type(exc).__name__}") from exc
+            self.live["VkDeviceMemory"] += 1
+            return memory, index
+        raise HalError(f"vkAllocateMemory of {size} bytes failed in every allowed memory type: {type(failure).__name__}")
+
+    def free(self, memory: Any) -> None:
+        vk().vkFreeMemory(self.device, memory, None)
+        self.live["VkDeviceMemory"] -= 1
+
+    # -- teardown ---------------------------------------------------------------------------
+
+    def destroy(self) -> None:
+        """Destroy the command pool, device and instance (idempotent)."""
+        mod = vk()
+        if self.device is not None:
+            mod.vkDeviceWaitIdle(self.device)
+            if getattr(self, "command_pool", None) is not None:
+                mod.vkDestroyCommandPool(self.device, self.command_pool, None)
+                self.command_pool = None
+                self.live["VkCommandPool"] -= 1
+            mod.vkDestroyDevice(self.device, None)
+            self.device = None
+            self.live["VkDevice"] -= 1
+        if self.instance is not None:
+            self.vi.release()
+            self.instance = None
+
+    def live_objects(self) -> int:
+        """How many Vulkan objects this context created and has not destroyed."""
+        return sum(self.live.values())
+
+
+class DeviceFunctions:
+    """The ARM device commands, as ARM-FFI function pointers."""
+
+    def __init__(self, table: dict[str, Any]):
+        self.__dict__.update(table)
+
+
+def _load_device_functions(device: Any) -> DeviceFunctions:
+    mod = vk()
+    table = {}
+    missing = []
+    for name in _ffi.DEVICE_FUNCTIONS:
+        ptr = mod.lib.vkGetDeviceProcAddr(device, name.encode())
+        if ptr == mod.ffi.NULL:
+            missing.append(name)
+            continue
+        table[name] = ffi.cast(f"PFN_{name}", ptr)
+    if missing:
+        raise HalError(f"the Vulkan device returns no entry point for {', '.join(missing)}")
+    return DeviceFunctions(table)

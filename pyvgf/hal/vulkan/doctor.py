@@ -1,0 +1,70 @@
+"""`pyvgf doctor`: what the Vulkan backend finds on this machine, and what is missing."""
+
+from __future__ import annotations
+
+from ...errors import HalError
+from . import _ffi, layers
+from .context import VulkanContext, VulkanInstance, native_arm_extensions
+
+
+def report() -> str:
+    """A plain-text report: loader, emulation layer, each device with its driver, whether
+    the ARM extensions are native or emulated, what it lacks, and which device pyvgf uses."""
+    return diagnose()[0]
+
+
+def diagnose() -> tuple[str, bool]:
+    """(the report, whether pyvgf can run on Vulkan here)."""
+    lines = ["Vulkan backend"]
+    try:
+        from ._vk import vk
+
+        mod = vk()
+        version = mod.vkEnumerateInstanceVersion()
+        lines.append(f"  loader: libvulkan, instance version {version >> 22}.{(version >> 12) & 0x3FF}.{version & 0xFFF}")
+    except HalError as exc:
+        lines.append(f"  not usable: {exc}")
+        return "\n".join(lines), False
+    el = layers.find_emulation_layer()
+    if el is None:
+        lines.append("  emulation layer: not installed (pip install ai-ml-emulation-layer-for-vulkan)")
+    else:
+        lines.append(f"  emulation layer: ai-ml-emulation-layer-for-vulkan {el.version} at {el.deploy}")
+    try:
+        native = native_arm_extensions()
+        instance = VulkanInstance()
+    except HalError as exc:
+        lines.append(f"  not usable: {exc}")
+        return "\n".join(lines), False
+    try:
+        if instance.layers:
+            lines.append(f"  layers: {' > '.join(instance.layers)} (application side first)")
+        reports = instance.reports()
+    except HalError as exc:
+        lines.append(f"  not usable: {exc}")
+        return "\n".join(lines), False
+    finally:
+        instance.destroy()
+    for r in reports:
+        lines.append(f"  device {r.index}: {r.name} ({r.device_type}), Vulkan {r.api_version}, driver {r.driver}")
+        own = native[r.index] if r.index < len(native) else frozenset()
+        for ext in (_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH):
+            if ext in own:
+                how = "native"
+            elif ext in r.extensions:
+                how = "emulated (Arm ML emulation layer)"
+            else:
+                how = "missing"
+            lines.append(f"    {ext}: {how}")
+        replicated = "yes" if _ffi.EXT_REPLICATED_COMPOSITES in r.extensions else "no"
+        lines.append(f"    {_ffi.EXT_REPLICATED_COMPOSITES}: {replicated}")
+        lines.append("    status: ready" if r.usable else f"    status: lacks {r.missing_text()}")
+    try:
+        ctx = VulkanContext()
+    except HalError as exc:
+        lines.append(f"  pyvgf cannot use Vulkan here: {exc}")
+        return "\n".join(lines), False
+    mode = "emulated" if ctx.uses_emulation else "native"
+    lines.append(f"  pyvgf uses device {ctx.report.index} ({ctx.report.name}), ARM ML extensions {mode}")
+    ctx.destroy()
+    return "\n".join(lines), True

@@ -1,0 +1,194 @@
+"""`pyvgf.load()` and `Model`: a VGF ready to run on numpy arrays.
+
+Thread safety: `Model.run()` may be called from any number of threads at once on the same
+Model. The load-time schedule (pipelines, constants) is shared and never changes; each run in
+flight takes an execution context (its own resources, descriptor sets, sessions and command
+buffer) from a pool and returns it afterwards, so concurrent runs never share memory. The pool
+grows to the largest number of runs ever in flight at once and is freed by `close()`.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import hal
+from ..errors import HalError, ModelInputError
+from ..format.model import VGF, Format, numpy_dtype
+from .schedule import Execution, Schedule
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    """One model input or output: its name, shape, numpy dtype and VkFormat.
+
+    `live` is False for an input the converter dropped from the interface because the model
+    never reads it: it keeps its name, `run()` accepts any value for it and ignores it, and its
+    shape, dtype and format are None.
+    """
+
+    name: str
+    shape: tuple[int, ...] | None
+    dtype: np.dtype | None
+    format: int | None
+    live: bool = True
+
+    def __str__(self) -> str:
+        if not self.live:
+            return f"{self.name}: unused"
+        try:
+            fmt = Format(self.format).name
+        except ValueError:
+            fmt = str(self.format)
+        return f"{self.name}: {self.dtype}[{', '.join(map(str, self.shape))}] ({fmt})"
+
+
+Inputs = Sequence[np.ndarray] | Mapping[str, np.ndarray] | np.ndarray
+
+
+class Model:
+    """A loaded VGF model. Create with `pyvgf.load()`; run with `run()`."""
+
+    def __init__(self, vgf: VGF, device: hal.Device):
+        self.vgf = vgf
+        self.device = device
+        self.backend = device.adapter.info.backend
+        self._schedule = Schedule(vgf, device)
+        seq = vgf.sequence
+        self._input_mrt = [slot.mrt_index for slot in seq.inputs]
+        self._output_mrt = [slot.mrt_index for slot in seq.outputs]
+        names = list(seq.input_names) + [f"input_{i}" for i in range(len(seq.input_names), len(seq.inputs))]
+        self.inputs: list[TensorInfo] = [
+            self._info(name, self._input_mrt[i] if i < len(self._input_mrt) else None)
+            for i, name in enumerate(names)
+        ]
+        """Every model input in order, the unused ones included (they have live=False)."""
+        out_names = list(seq.output_names) + [f"output_{i}" for i in range(len(seq.output_names), len(seq.outputs))]
+        self.outputs: list[TensorInfo] = [self._info(out_names[i], m) for i, m in enumerate(self._output_mrt)]
+        """Every model output, in the order run() returns them."""
+        self._pool: list[Execution] = [self._schedule.execution()]
+        self._lock = threading.Lock()
+
+    def _info(self, name: str, mrt: int | None) -> TensorInfo:
+        if mrt is None:
+            return TensorInfo(name, None, None, None, live=False)
+        desc = self._schedule.descriptions[mrt]
+        return TensorInfo(name, desc.shape, numpy_dtype(desc.format), desc.format)
+
+    def run(self, inputs: Inputs) -> list[np.ndarray]:
+        """Run the model once; returns the outputs as new arrays, in `outputs` order.
+
+        `inputs` is a list in `inputs` order, a dict by input name, or one array for a model
+        with one input. Each array must have the input's shape and dtype exactly; an int64 array
+        is accepted for an int32 input (model-converter narrows int64 to int32) when every value
+        fits. Raises ModelInputError naming the input, expected vs got. Never modifies `inputs`.
+        """
+        arrays = self._check(inputs)
+        execution = self._acquire()
+        try:
+            queue = self.device.queue
+            for mrt, array in zip(self._input_mrt, arrays):
+                res = execution.resources[mrt]
+                if isinstance(res, hal.Tensor):
+                    queue.write_tensor(res, array)
+                else:
+                    queue.write_buffer(res, array)
+            queue.submit([execution.command_buffer]).wait()
+            return [self._read(execution, mrt, info) for mrt, info in zip(self._output_mrt, self.outputs)]
+        finally:
+            with self._lock:
+                self._pool.append(execution)
+
+    def __call__(self, inputs: Inputs) -> list[np.ndarray]:
+        return self.run(inputs)
+
+    def _acquire(self) -> Execution:
+        with self._lock:
+            if self._pool:
+                return self._pool.pop()
+        if self.device.destroyed:
+            raise HalError("the model was closed")
+        return self._schedule.execution()
+
+    def _read(self, execution: Execution, mrt: int, info: TensorInfo) -> np.ndarray:
+        res = execution.resources[mrt]
+        if isinstance(res, hal.Tensor):
+            return self.device.queue.read_tensor(res)
+        return self.device.queue.read_buffer(res).view(info.dtype).reshape(info.shape)
+
+    def _check(self, inputs: Inputs) -> list[np.ndarray]:
+        """The live inputs, in interface order, checked and converted (never in place)."""
+        live = [info for info in self.inputs if info.live]
+        if isinstance(inputs, Mapping):
+            names = [info.name for info in self.inputs]
+            unknown = [k for k in inputs if k not in names]
+            missing = [info.name for info in live if info.name not in inputs]
+            if unknown or missing:
+                raise ModelInputError(f"inputs by name: expected {names}; unknown {unknown}, missing {missing}")
+            given = [inputs[info.name] for info in live]
+        else:
+            if isinstance(inputs, np.ndarray):
+                inputs = [inputs]
+            if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+                raise ModelInputError(f"inputs must be a list or a dict of arrays, got {type(inputs).__name__}")
+            if len(inputs) != len(self.inputs):
+                raise ModelInputError(f"expected {len(self.inputs)} inputs "
+                                      f"({', '.join(i.name for i in self.inputs)}), got {len(inputs)}")
+            given = [x for x, info in zip(inputs, self.inputs) if info.live]
+        return [_conform(info, x) for info, x in zip(live, given)]
+
+    def close(self) -> None:
+        """Free the device and everything the model created on it."""
+        with self._lock:
+            self._pool.clear()
+        self.device.destroy()
+
+    def __enter__(self) -> Model:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        ins = "; ".join(map(str, self.inputs))
+        outs = "; ".join(map(str, self.outputs))
+        return f"<Model on {self.backend}: {len(self._schedule.segments)} segment(s); in: {ins}; out: {outs}>"
+
+
+def _conform(info: TensorInfo, value: object) -> np.ndarray:
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array.shape != info.shape:
+        raise ModelInputError(f"input {info.name!r}: expected shape {list(info.shape)}, got {list(array.shape)}")
+    if array.dtype == info.dtype:
+        return array
+    if info.dtype == np.int32 and array.dtype == np.int64:
+        if array.size and (array.min() < -2**31 or array.max() >= 2**31):
+            raise ModelInputError(f"input {info.name!r}: int64 values outside the int32 range the model "
+                                  f"takes (model-converter narrowed this input to int32)")
+        return array.astype(np.int32)
+    raise ModelInputError(f"input {info.name!r}: expected dtype {info.dtype}, got {array.dtype}")
+
+
+def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
+         shaders: Mapping[str, hal.PythonShader] | None = None) -> Model:
+    """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu" or "vulkan").
+
+    `shaders` maps compute module names to Python stand-ins for the cpu backend (see
+    `pyvgf.register_shader`). Everything that does not depend on input values happens here.
+    """
+    if isinstance(source, VGF):
+        vgf = source
+    else:
+        from ..format import read
+
+        vgf = read(source)
+    device = hal.request_adapter(backend).request_device(shaders=shaders)
+    try:
+        return Model(vgf, device)
+    except BaseException:
+        device.destroy()
+        raise

@@ -1,0 +1,214 @@
+"""From a VGF model sequence to HAL objects and a recorded command buffer.
+
+`Schedule(vgf, device)` reads the sequence and resource tables once and creates what every run
+shares: shader modules, descriptor set layouts, pipeline layouts and one pipeline per segment,
+with the graph constants bound as zero-copy views of the file. `Schedule.execution()` creates
+what one run in flight needs: the resources (memory shared within each alias group), descriptor
+sets, data graph sessions and the command buffer that dispatches every segment in order with a
+barrier between segments. Nothing here depends on input values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import hal
+from ..errors import HalError, VGFFormatError
+from ..format.model import NO_INDEX, VGF, Category, CodeType, DescriptorType, ModuleType, Resource, Segment
+
+_LANGUAGES = {CodeType.SPIRV: "spirv", CodeType.GLSL: "glsl", CodeType.HLSL: "hlsl"}
+_BUFFER_TYPES = {DescriptorType.STORAGE_BUFFER: hal.DescriptorType.STORAGE_BUFFER,
+                 DescriptorType.UNIFORM_BUFFER: hal.DescriptorType.UNIFORM_BUFFER}
+
+
+def _set_index(position: int, set_index: int) -> int:
+    """A descriptor set's index: explicit, or its position when the file leaves it at the default."""
+    return position if set_index == NO_INDEX else set_index
+
+
+def _describe(device: hal.Device, resource: Resource, where: str) -> hal.TensorDescription:
+    if any(d < 0 for d in resource.shape):
+        raise HalError(f"{where} has a dynamic shape {resource.shape}: pyvgf runs static shapes only")
+    try:
+        return device.tensor_description(resource.format, resource.shape, resource.strides or None)
+    except HalError as exc:
+        raise HalError(f"{where}: {exc}") from None
+
+
+@dataclass
+class _SegmentPlan:
+    segment: Segment
+    pipeline: hal.DataGraphPipeline | hal.ComputePipeline
+    layout: hal.PipelineLayout
+    sets: dict[int, dict[int, int]]
+    """set index -> binding -> MRT index."""
+
+
+class Execution:
+    """The resources, descriptor sets, sessions and command buffer of one run in flight."""
+
+    def __init__(self, schedule: Schedule):
+        device = self.device = schedule.device
+        self.resources: dict[int, hal.Tensor | hal.Buffer] = {}
+        groups: dict[int, list[int]] = {}
+        for index in schedule.used:
+            group = schedule.vgf.resources[index].alias_group_id
+            groups.setdefault(index if group == NO_INDEX else -1 - group, []).append(index)
+        for members in groups.values():
+            memory = None
+            if len(members) > 1:
+                size = max(schedule.requirements[i].size for i in members)
+                memory = device.allocate_memory(size, label=f"alias group of MRT {members}")
+            for i in members:
+                desc = schedule.descriptions[i]
+                if schedule.is_tensor[i]:
+                    self.resources[i] = device.create_tensor(desc.format, desc.shape, desc.strides, desc.usage,
+                                                             memory=memory, label=f"MRT {i}")
+                else:
+                    self.resources[i] = device.create_buffer(desc.nbytes, hal.BUFFER_USAGE_ALL,
+                                                             memory=memory, label=f"MRT {i}")
+        views = {i: r.create_view() if isinstance(r, hal.Tensor) else r for i, r in self.resources.items()}
+        encoder = device.create_command_encoder(label="model run")
+        for n, plan in enumerate(schedule.segments):
+            point = hal.PipelineBindPoint.DATA_GRAPH if isinstance(plan.pipeline, hal.DataGraphPipeline) \
+                else hal.PipelineBindPoint.COMPUTE
+            if n:
+                encoder.barrier()
+            encoder.bind_pipeline(plan.pipeline)
+            for index, bindings in plan.sets.items():
+                dset = device.create_descriptor_set(plan.layout.set_layouts[index],
+                                                    {b: views[m] for b, m in bindings.items()})
+                encoder.bind_descriptor_set(point, plan.layout, index, dset)
+            if point == hal.PipelineBindPoint.DATA_GRAPH:
+                encoder.dispatch_data_graph(self._session(plan.pipeline))
+            else:
+                encoder.dispatch(*plan.segment.dispatch_shape)
+        self.command_buffer = encoder.finish()
+
+    def _session(self, pipeline: hal.DataGraphPipeline) -> hal.DataGraphSession:
+        session = self.device.create_data_graph_session(pipeline)
+        for req in session.bind_point_requirements:
+            for i in range(req.num_objects):
+                size = session.memory_requirements(req.bind_point, i).size
+                if size:
+                    session.bind_memory(self.device.allocate_memory(size), 0, req.bind_point, i)
+        return session
+
+
+class Schedule:
+    """The shared, load-time part of a model on one device (see the module docstring)."""
+
+    def __init__(self, vgf: VGF, device: hal.Device):
+        self.vgf = vgf
+        self.device = device
+        seq = vgf.sequence
+        self.used: list[int] = []
+        self.descriptions: dict[int, hal.TensorDescription] = {}
+        self.is_tensor: dict[int, bool] = {}
+        self.requirements: dict[int, hal.MemoryRequirements] = {}
+        for slot in (*seq.inputs, *seq.outputs):
+            self._use(slot.mrt_index, "model input/output slot")
+        modules: dict[int, hal.ShaderModule] = {}
+        self.segments = [self._plan_segment(n, seg, modules) for n, seg in enumerate(seq.segments)]
+        if not self.segments:
+            raise VGFFormatError("the model sequence has no segments", section="model_sequence")
+
+    def _resource(self, index: int, where: str) -> Resource:
+        if not 0 <= index < len(self.vgf.resources):
+            raise VGFFormatError(f"{where} refers to MRT entry {index}, but the table has "
+                                 f"{len(self.vgf.resources)}", section="model_sequence")
+        return self.vgf.resources[index]
+
+    def _use(self, index: int, where: str) -> None:
+        res = self._resource(index, where)
+        if index in self.descriptions:
+            return
+        if res.category == Category.CONSTANT:
+            raise VGFFormatError(f"{where} binds MRT entry {index}, a CONSTANT", section="model_sequence")
+        desc = _describe(self.device, res, f"MRT entry {index}")
+        if res.descriptor_type == DescriptorType.TENSOR_ARM:
+            self.is_tensor[index] = True
+            self.requirements[index] = self.device.get_tensor_memory_requirements(desc)
+        elif res.descriptor_type in _BUFFER_TYPES:
+            self.is_tensor[index] = False
+            self.requirements[index] = self.device.get_buffer_memory_requirements(desc.nbytes)
+        else:
+            raise HalError(f"MRT entry {index} has descriptor type {res.descriptor_type}: pyvgf binds "
+                           f"tensors and storage/uniform buffers only")
+        self.used.append(index)
+        self.descriptions[index] = desc
+
+    def _module(self, seg: Segment, modules: dict[int, hal.ShaderModule], where: str) -> hal.ShaderModule:
+        if not 0 <= seg.module_index < len(self.vgf.modules):
+            raise VGFFormatError(f"{where} refers to module {seg.module_index}, but there are "
+                                 f"{len(self.vgf.modules)}", section="model_sequence")
+        module = self.vgf.modules[seg.module_index]
+        if module.type != seg.type:
+            raise VGFFormatError(f"{where} is {seg.type.name} but module {module.name!r} is "
+                                 f"{module.type.name}", section="model_sequence")
+        if seg.module_index not in modules:
+            language = _LANGUAGES.get(module.code_type)
+            if language is None:
+                raise HalError(f"module {module.name!r} carries no code")
+            modules[seg.module_index] = self.device.create_shader_module(module.code, name=module.name,
+                                                                         language=language)
+        return modules[seg.module_index]
+
+    def _plan_segment(self, n: int, seg: Segment, modules: dict[int, hal.ShaderModule]) -> _SegmentPlan:
+        where = f"segment {n} ({seg.name!r})"
+        module = self._module(seg, modules, where)
+        sets: dict[int, dict[int, int]] = {}
+        for position, info in enumerate(seg.set_infos):
+            index = _set_index(position, info.set_index)
+            if index in sets or index >= self.device.limits.max_bound_descriptor_sets:
+                raise VGFFormatError(f"{where}: descriptor set {index} is repeated or too large",
+                                     section="model_sequence")
+            sets[index] = {}
+            for slot in info.bindings:
+                if slot.binding in sets[index]:
+                    raise VGFFormatError(f"{where}: binding {slot.binding} appears twice in set {index}",
+                                         section="model_sequence")
+                self._use(slot.mrt_index, where)
+                sets[index][slot.binding] = slot.mrt_index
+        set_layouts = []
+        for index in range(max(sets, default=-1) + 1):
+            bindings = [hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR if self.is_tensor[m]
+                                                       else _BUFFER_TYPES[self.vgf.resources[m].descriptor_type])
+                        for b, m in sorted(sets.get(index, {}).items())]
+            set_layouts.append(self.device.create_descriptor_set_layout(bindings, label=f"{seg.name} set {index}"))
+        ranges = [hal.PushConstantRange(hal.ShaderStage(r.stage_flags), r.offset, r.size)
+                  for r in seg.push_constant_ranges]
+        layout = self.device.create_pipeline_layout(set_layouts, ranges, label=seg.name)
+        if seg.type == ModuleType.GRAPH:
+            resources = [hal.DataGraphResource(i, b, self.descriptions[m])
+                         for i, bindings in sets.items() for b, m in bindings.items() if self.is_tensor[m]]
+            pipeline = self.device.create_data_graph_pipeline(
+                module, self.vgf.modules[seg.module_index].entry_point, layout, resources,
+                self._constants(seg, where), label=seg.name)
+        else:
+            if seg.dispatch_shape is None or len(seg.dispatch_shape) != 3:
+                raise VGFFormatError(f"{where} is a compute segment without a 3-element dispatch shape",
+                                     section="model_sequence")
+            pipeline = self.device.create_compute_pipeline(
+                module, self.vgf.modules[seg.module_index].entry_point, layout, label=seg.name)
+        return _SegmentPlan(seg, pipeline, layout, sets)
+
+    def _constants(self, seg: Segment, where: str) -> list[hal.GraphConstant]:
+        constants = []
+        for binding in seg.graph_constants():
+            idx = binding.constant_table_index
+            if not 0 <= idx < len(self.vgf.constants):
+                raise VGFFormatError(f"{where} binds graph constant {binding.graph_constant_id} to "
+                                     f"constant {idx}, but there are {len(self.vgf.constants)}",
+                                     section="model_sequence")
+            const = self.vgf.constants[idx]
+            desc = _describe(self.device, self._resource(const.mrt_index, f"constant {idx}"),
+                             f"constant {idx} (MRT entry {const.mrt_index})")
+            data = const.data if isinstance(const.data, np.ndarray) else np.frombuffer(const.data, np.uint8)
+            constants.append(hal.GraphConstant(binding.graph_constant_id, data, desc, const.sparsity_dimension))
+        return constants
+
+    def execution(self) -> Execution:
+        return Execution(self)

@@ -1,0 +1,341 @@
+"""A SPIR-V module's declarations: types, constants evaluated into numpy, names, decorations,
+interface variables, graph constants, graph entry points and graph bodies.
+
+Types and constants are read in module order, so every reference must point back to an earlier
+declaration: a forward or cyclic reference is an error, never a recursion. What pyvgf does not
+model (vectors, specialization constants, ...) becomes `Opaque` and is an error only if a graph
+uses it; what is malformed raises SpirvError at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Union
+
+import ml_dtypes
+import numpy as np
+
+from ..errors import SpirvError
+from ..types import TensorType
+from .binary import Instruction, Module
+
+#: The most elements a tensor type may declare (beyond it the module is taken as malformed).
+MAX_ELEMENTS = 1 << 40
+
+BINDING, DESCRIPTOR_SET = 33, 34
+FP_ENCODINGS = {0: ml_dtypes.bfloat16, 4214: ml_dtypes.float8_e4m3fn, 4215: ml_dtypes.float8_e5m2}
+_INTS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+_FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
+
+
+@dataclass(frozen=True)
+class Array:
+    element: object
+    length: int
+
+
+@dataclass(frozen=True)
+class Pointer:
+    storage: int
+    pointee: object
+
+
+@dataclass(frozen=True)
+class GraphType:
+    inputs: tuple[object, ...]
+    outputs: tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class Struct:
+    members: tuple[object, ...]
+
+
+@dataclass(frozen=True)
+class Opaque:
+    """A type or constant pyvgf does not model; an error only where a graph uses it."""
+
+    what: str
+
+
+Type = Union[np.dtype, Array, Pointer, GraphType, Struct, TensorType, Opaque]
+
+
+@dataclass(frozen=True)
+class GraphConstantDecl:
+    """An OpGraphConstantARM: the data bound by `constant_id`, of tensor type `type`."""
+
+    id: int
+    constant_id: int
+    type: TensorType
+
+
+def same(a: object, b: object) -> bool:
+    """Type equality that never lets numpy coerce a TensorType (it has .dtype) into a dtype."""
+    return type(a) is type(b) and a == b
+
+
+def describe(t: object) -> str:
+    if isinstance(t, np.dtype):
+        return f"scalar {t}"
+    if isinstance(t, Opaque):
+        return t.what
+    if isinstance(t, TensorType):
+        return str(t)
+    return type(t).__name__.lower()
+
+
+class Declarations:
+    """Everything a graph refers to outside its body, read in one pass over the module."""
+
+    def __init__(self, module: Module):
+        self.module = module
+        self.types: dict[int, Type] = {}
+        self.constants: dict[int, np.ndarray | Opaque] = {}
+        self.graph_constants: dict[int, GraphConstantDecl] = {}
+        self.variables: dict[int, tuple[Type, Instruction]] = {}
+        self.names: dict[int, str] = {}
+        self.decorations: dict[int, dict[int, int]] = {}
+        self.entry_points: list[Instruction] = []
+        self.graphs: dict[int, tuple[Instruction, list[Instruction]]] = {}
+        body: list[Instruction] | None = None
+        for inst in module.instructions:
+            if body is not None:
+                if inst.opname == "OpGraphEndARM":
+                    body = None
+                else:
+                    body.append(inst)
+            elif inst.opname in _HANDLERS:
+                _HANDLERS[inst.opname](self, inst)
+            elif inst.opname == "OpGraphARM":
+                body = []
+                self.graphs[inst.result] = (inst, body)
+            elif inst.result and inst.opname.startswith("OpType"):
+                self.types[inst.result] = Opaque(inst.opname)
+            elif inst.result and (inst.opname.startswith("OpSpecConstant") or inst.opname in ("OpUndef", "OpConstantSampler")):
+                self.constants[inst.result] = Opaque(inst.opname)
+        for head, rest in self.graphs.values():
+            if rest is body:
+                raise SpirvError(f"OpGraphARM %{head.result} has no OpGraphEndARM", word=head.offset)
+
+    # -- lookups ---------------------------------------------------------------------------------
+
+    def type(self, tid: int, inst: Instruction, what: str) -> Type:
+        """The type `tid`, declared before `inst` (whose operand `what` names it)."""
+        t = self.types.get(tid)
+        if t is None:
+            raise SpirvError(f"{inst.opname}: {what} %{tid} is not a type defined before it", word=inst.offset)
+        return t
+
+    def tensor(self, tid: int, inst: Instruction, what: str) -> TensorType:
+        t = self.type(tid, inst, what)
+        if not isinstance(t, TensorType):
+            raise SpirvError(f"{inst.opname}: {what} %{tid} is not a shaped tensor type ({describe(t)})", word=inst.offset)
+        return t
+
+    def constant(self, cid: int, inst: Instruction, what: str) -> np.ndarray:
+        """The evaluated constant `cid`, declared before `inst`."""
+        c = self.constants.get(cid)
+        if c is None:
+            raise SpirvError(f"{inst.opname}: {what} %{cid} is not a constant defined before it", word=inst.offset)
+        if isinstance(c, Opaque):
+            raise SpirvError(f"{inst.opname}: {what} %{cid} is an {c.what}, which pyvgf does not evaluate", word=inst.offset)
+        return c
+
+    def index(self, cid: int, inst: Instruction, what: str) -> int:
+        """The integer scalar constant `cid`."""
+        c = self.constant(cid, inst, what)
+        if c.ndim != 0 or c.dtype.kind not in "iu":
+            raise SpirvError(f"{inst.opname}: {what} %{cid} is not an integer scalar constant", word=inst.offset)
+        return int(c)
+
+    def decoration(self, target: int, decoration: int, inst: Instruction, what: str) -> int:
+        value = self.decorations.get(target, {}).get(decoration)
+        if value is None:
+            raise SpirvError(f"{inst.opname}: %{target} has no {what} decoration", word=inst.offset)
+        return value
+
+    # -- types -----------------------------------------------------------------------------------
+
+    def _bool(self, inst: Instruction) -> None:
+        self.types[inst.result] = np.dtype(np.bool_)
+
+    def _int(self, inst: Instruction) -> None:
+        # TOSA integers are signless and read as two's complement, whatever Signedness says.
+        width = inst.num(0)
+        self.types[inst.result] = np.dtype(_INTS[width]) if width in _INTS else Opaque(f"{width}-bit integer type")
+
+    def _float(self, inst: Instruction) -> None:
+        width = inst.num(0)
+        if len(inst.operands) > 1:
+            encoding = inst.num(1)
+            dtype = FP_ENCODINGS.get(encoding)
+            if dtype is None or np.dtype(dtype).itemsize * 8 != width:
+                self.types[inst.result] = Opaque(f"{width}-bit float with encoding {encoding}")
+                return
+            self.types[inst.result] = np.dtype(dtype)
+        else:
+            self.types[inst.result] = np.dtype(_FLOATS[width]) if width in _FLOATS else Opaque(f"{width}-bit float type")
+
+    def _array(self, inst: Instruction) -> None:
+        element = self.type(inst.num(0), inst, "Element Type")
+        if isinstance(self.constants.get(inst.num(1)), Opaque):
+            self.types[inst.result] = Opaque("array of specialization-constant length")
+            return
+        length = self.index(inst.num(1), inst, "Length")
+        if length < 1:
+            raise SpirvError(f"OpTypeArray: length {length} is not positive", word=inst.offset)
+        self.types[inst.result] = Array(element, length)
+
+    def _struct(self, inst: Instruction) -> None:
+        self.types[inst.result] = Struct(tuple(self.type(inst.num(i), inst, "member") for i in range(len(inst.operands))))
+
+    def _pointer(self, inst: Instruction) -> None:
+        self.types[inst.result] = Pointer(inst.num(0), self.types.get(inst.num(1), Opaque("forward pointer")))
+
+    def _tensor(self, inst: Instruction) -> None:
+        element = self.type(inst.num(0), inst, "Element Type")
+        if len(inst.operands) < 3:
+            self.types[inst.result] = Opaque("tensor type without a shape")
+            return
+        if not isinstance(element, np.dtype):
+            raise SpirvError(f"OpTypeTensorARM: element type is {describe(element)}, not a scalar", word=inst.offset)
+        rank = self.index(inst.num(1), inst, "Rank")
+        shape = self.constant(inst.num(2), inst, "Shape")
+        if shape.ndim != 1 or shape.dtype.kind not in "iu" or shape.size != rank:
+            raise SpirvError(f"OpTypeTensorARM: Shape %{inst.num(2)} is not {rank} integers", word=inst.offset)
+        dims = tuple(int(d) for d in shape)
+        if any(d < 1 for d in dims):
+            raise SpirvError(f"OpTypeTensorARM: shape {dims} has a dimension below 1", word=inst.offset)
+        if math.prod(dims) > MAX_ELEMENTS:
+            raise SpirvError(f"OpTypeTensorARM: shape {dims} has more than {MAX_ELEMENTS} elements", word=inst.offset)
+        self.types[inst.result] = TensorType(element, dims)
+
+    def _graph_type(self, inst: Instruction) -> None:
+        count = inst.num(0)
+        types = tuple(self.type(inst.num(i), inst, "InOutTypes") for i in range(1, len(inst.operands)))
+        if count > len(types):
+            raise SpirvError(f"OpTypeGraphARM: {count} inputs but {len(types)} types", word=inst.offset)
+        self.types[inst.result] = GraphType(types[:count], types[count:])
+
+    # -- constants -------------------------------------------------------------------------------
+
+    def _set(self, inst: Instruction, value: np.ndarray) -> None:
+        value.flags.writeable = False
+        self.constants[inst.result] = value
+
+    def _scalar(self, inst: Instruction) -> None:
+        dtype = self.type(inst.result_type, inst, "Result Type")
+        if not isinstance(dtype, np.dtype) or dtype.kind == "b":
+            self.constants[inst.result] = Opaque(f"OpConstant of {describe(dtype)}")
+            return
+        literal = inst.operands[0]
+        width = dtype.itemsize * 8
+        words = 2 if width == 64 else 1
+        if literal.words != words:
+            raise SpirvError(f"OpConstant: a {width}-bit value takes {words} words, found {literal.words}", word=inst.offset)
+        bits = inst.num(0) & ((1 << width) - 1)
+        self._set(inst, np.array(bits, dtype=f"<u{dtype.itemsize}").view(dtype))
+
+    def _boolean(self, inst: Instruction) -> None:
+        dtype = self.type(inst.result_type, inst, "Result Type")
+        if not same(dtype, np.dtype(np.bool_)):
+            raise SpirvError(f"{inst.opname}: result type is {describe(dtype)}, not bool", word=inst.offset)
+        self._set(inst, np.array(inst.opname == "OpConstantTrue"))
+
+    def _aggregate(self, inst: Instruction) -> tuple[np.dtype, tuple[int, ...]] | None:
+        """Element dtype and shape of a tensor or scalar-array result type; None if unmodelled."""
+        t = self.type(inst.result_type, inst, "Result Type")
+        if isinstance(t, TensorType):
+            return t.dtype, t.shape
+        if isinstance(t, Array) and isinstance(t.element, np.dtype):
+            return t.element, (t.length,)
+        if isinstance(t, np.dtype) and inst.opname == "OpConstantNull":
+            return t, ()
+        self.constants[inst.result] = Opaque(f"{inst.opname} of {describe(t)}")
+        return None
+
+    def _null(self, inst: Instruction) -> None:
+        layout = self._aggregate(inst)
+        if layout is not None:
+            dtype, shape = layout
+            self._set(inst, np.broadcast_to(np.zeros((), dtype), shape))
+
+    def _composite(self, inst: Instruction) -> None:
+        layout = self._aggregate(inst)
+        if layout is None:
+            return
+        dtype, shape = layout
+        if len(inst.operands) != shape[0]:
+            raise SpirvError(f"OpConstantComposite: {len(inst.operands)} constituents for shape {shape}", word=inst.offset)
+        parts = [self._part(inst, inst.num(i), dtype, shape[1:]) for i in range(len(inst.operands))]
+        self._set(inst, np.stack(parts))
+
+    def _replicate(self, inst: Instruction) -> None:
+        layout = self._aggregate(inst)
+        if layout is None:
+            return
+        dtype, shape = layout
+        value = self.constant(inst.num(0), inst, "Value")
+        if value.ndim == 0:  # a scalar fills the whole tensor
+            if value.dtype != dtype:
+                raise SpirvError(f"{inst.opname}: value %{inst.num(0)} is {value.dtype}, not {dtype}", word=inst.offset)
+        else:  # one constituent, repeated
+            self._part(inst, inst.num(0), dtype, shape[1:])
+        self._set(inst, np.broadcast_to(value, shape))
+
+    def _part(self, inst: Instruction, cid: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        part = self.constants.get(cid)
+        if part is None:
+            raise SpirvError(f"{inst.opname}: constituent %{cid} is not a constant defined before it", word=inst.offset)
+        if isinstance(part, Opaque) or part.dtype != dtype or part.shape != shape:
+            got = part.what if isinstance(part, Opaque) else f"{part.dtype}{list(part.shape)}"
+            raise SpirvError(f"{inst.opname}: constituent %{cid} is {got}, expected {dtype}{list(shape)}", word=inst.offset)
+        return part
+
+    def _graph_constant(self, inst: Instruction) -> None:
+        t = self.tensor(inst.result_type, inst, "Result Type")
+        cid = inst.num(0)
+        for other in self.graph_constants.values():
+            if other.constant_id == cid and other.type != t:
+                raise SpirvError(f"OpGraphConstantARM: graph constant {cid} declared as {other.type} and {t}", word=inst.offset)
+        self.graph_constants[inst.result] = GraphConstantDecl(inst.result, cid, t)
+
+    # -- debug, annotations, globals -------------------------------------------------------------
+
+    def _name(self, inst: Instruction) -> None:
+        self.names[inst.num(0)] = inst.text(1)
+
+    def _decorate(self, inst: Instruction) -> None:
+        if inst.num(1) in (BINDING, DESCRIPTOR_SET):
+            self.decorations.setdefault(inst.num(0), {})[inst.num(1)] = inst.num(2)
+
+    def _variable(self, inst: Instruction) -> None:
+        self.variables[inst.result] = (self.type(inst.result_type, inst, "Result Type"), inst)
+
+    def _entry_point(self, inst: Instruction) -> None:
+        self.entry_points.append(inst)
+
+
+_HANDLERS: dict[str, Callable[[Declarations, Instruction], None]] = {
+    "OpTypeBool": Declarations._bool,
+    "OpTypeInt": Declarations._int,
+    "OpTypeFloat": Declarations._float,
+    "OpTypeArray": Declarations._array,
+    "OpTypeStruct": Declarations._struct,
+    "OpTypePointer": Declarations._pointer,
+    "OpTypeTensorARM": Declarations._tensor,
+    "OpTypeGraphARM": Declarations._graph_type,
+    "OpConstant": Declarations._scalar,
+    "OpConstantTrue": Declarations._boolean,
+    "OpConstantFalse": Declarations._boolean,
+    "OpConstantNull": Declarations._null,
+    "OpConstantComposite": Declarations._composite,
+    "OpConstantCompositeReplicateEXT": Declarations._replicate,
+    "OpGraphConstantARM": Declarations._graph_constant,
+    "OpName": Declarations._name,
+    "OpDecorate": Declarations._decorate,
+    "OpVariable": Declarations._variable,
+    "OpGraphEntryPointARM": Declarations._entry_point,
+}

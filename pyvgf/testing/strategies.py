@@ -1,0 +1,423 @@
+"""Hypothesis strategies: tensors, single TOSA operators, and graphs of several operators.
+
+    from pyvgf.testing import ops, graphs
+    @given(ops(families=["conv2d"]))
+    def test_conv(case): ...
+
+Each drawn case is a `GraphCase`: `.to_vgf()`, `.to_mlir()`, `.random_inputs(seed)`. Shapes and
+attributes are valid for TOSA 1.0 (output sizes divide exactly, zero points only where the
+specification allows them) and input ranges keep every operator inside its defined domain.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import ml_dtypes
+import numpy as np
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ..build import Graph, Value
+from ..build._grammar import TOSA_OPERANDS
+from ..build.dtypes import SUPPORTED
+from .case import Domain, GraphCase
+
+F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
+I8, I16, I32, BOOL = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.bool_)
+FLOATS = (F32, F16)
+SMALL_INT = Domain(-1000, 1000)
+
+
+def tensors(dtype: object = None, shape: Sequence[int] | None = None, *, max_rank: int = 4,
+            max_side: int = 6) -> st.SearchStrategy[np.ndarray]:
+    """numpy arrays of a supported dtype (every one when `dtype` is None); floats are finite."""
+    dtypes = st.sampled_from(SUPPORTED) if dtype is None else st.just(np.dtype(dtype))
+    shapes = st.just(tuple(shape)) if shape is not None else hnp.array_shapes(
+        min_dims=1, max_dims=max_rank, min_side=1, max_side=max_side)
+
+    @st.composite
+    def draw_array(draw):
+        dt, sh = draw(dtypes), draw(shapes)
+        if dt.kind == "f" or dt in (BF16,) or dt.name.startswith("float8"):
+            values = draw(hnp.arrays(np.float32, sh, elements=st.floats(-100, 100, width=32)))
+            return values.astype(dt)
+        return draw(hnp.arrays(dt, sh))
+
+    return draw_array()
+
+
+def _shape(draw, min_rank: int = 1, max_rank: int = 4, max_side: int = 5) -> tuple[int, ...]:
+    return draw(hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1, max_side=max_side))
+
+
+def _broadcast_pair(draw, shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """Two shapes of the same rank that broadcast to `shape` (TOSA: equal dims or 1)."""
+    masks = draw(st.lists(st.sampled_from([0, 1, 2]), min_size=len(shape), max_size=len(shape)))
+    a = tuple(1 if m == 1 else d for d, m in zip(shape, masks))
+    b = tuple(1 if m == 2 else d for d, m in zip(shape, masks))
+    return a, b
+
+
+def _zp(dtype: np.dtype, value: int | float = 0) -> np.ndarray:
+    return np.array([value], dtype=dtype)
+
+
+# --- single-operator families: each returns the result Value, adding inputs to `case` ---
+
+_FLOAT_DOMAINS = {
+    "EXP": Domain(-8.0, 8.0), "LOG": Domain(0.05, 50.0), "RSQRT": Domain(0.05, 50.0),
+    "RECIPROCAL": Domain(-8.0, 8.0, nonzero=True), "SIN": Domain(-6.0, 6.0),
+    "COS": Domain(-6.0, 6.0),
+}
+_UNARY = {
+    "ABS": (F32, F16, I32), "NEGATE": (F32, F16, I8, I16, I32), "CEIL": FLOATS, "FLOOR": FLOATS,
+    "EXP": FLOATS, "LOG": FLOATS, "SIN": FLOATS, "COS": FLOATS, "TANH": FLOATS,
+    "SIGMOID": FLOATS, "ERF": FLOATS, "RECIPROCAL": FLOATS, "RSQRT": FLOATS, "CLZ": (I32,),
+    "BITWISE_NOT": (I8, I16, I32), "LOGICAL_NOT": (BOOL,),
+}
+_BINARY = {
+    "ADD": (F32, F16, I32), "SUB": (F32, F16, I32), "MUL": (F32, F16, I32),
+    "MAXIMUM": (F32, F16, I32), "MINIMUM": (F32, F16, I32), "POW": FLOATS, "INTDIV": (I32,),
+    "BITWISE_AND": (I8, I16, I32), "BITWISE_OR": (I8, I16, I32), "BITWISE_XOR": (I8, I16, I32),
+    "LOGICAL_LEFT_SHIFT": (I8, I16, I32), "LOGICAL_RIGHT_SHIFT": (I8, I16, I32),
+    "ARITHMETIC_RIGHT_SHIFT": (I8, I16, I32), "EQUAL": (F32, F16, I32),
+    "GREATER": (F32, F16, I32), "GREATER_EQUAL": (F32, F16, I32), "LOGICAL_AND": (BOOL,),
+    "LOGICAL_OR": (BOOL,), "LOGICAL_XOR": (BOOL,),
+}
+
+
+def _int_domain(dtype: np.dtype, name: str) -> Domain:
+    if name in ("ADD", "SUB", "MUL", "INTDIV", "ABS", "NEGATE") and dtype == I32:
+        return SMALL_INT
+    if name == "NEGATE":
+        info = np.iinfo(dtype)
+        return Domain(int(info.min) + 1, int(info.max))
+    return Domain(int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))
+
+
+def _domain(dtype: np.dtype, name: str) -> Domain | None:
+    if dtype == BOOL:
+        return None
+    if dtype.kind == "f":
+        return _FLOAT_DOMAINS.get(name, Domain(-4.0, 4.0))
+    return _int_domain(dtype, name)
+
+
+def _unary_op(case: GraphCase, name: str, x: Value) -> Value:
+    """A one-input elementwise op (its operand is `input` or `input1`, as the grammar says)."""
+    if name == "NEGATE":
+        return case.graph.op(name, input1=x, input1_zp=_zp(x.dtype), output_zp=_zp(x.dtype))
+    return case.graph.op(name, **{TOSA_OPERANDS[name][0]: x})
+
+
+def unary(draw, case: GraphCase, x: Value | None = None) -> Value:
+    name = draw(st.sampled_from(sorted(_UNARY)))
+    dtype = x.dtype if x is not None else draw(st.sampled_from(_UNARY[name]))
+    if x is None:
+        x = case.input(dtype, _shape(draw), _domain(dtype, name))
+    return _unary_op(case, name, x)
+
+
+def binary(draw, case: GraphCase, x: Value | None = None, names: Sequence[str] | None = None) -> Value:
+    name = draw(st.sampled_from(sorted(names or _BINARY)))
+    dtype = x.dtype if x is not None else draw(st.sampled_from(_BINARY[name]))
+    shape = x.shape if x is not None else _shape(draw)
+    sa, sb = _broadcast_pair(draw, shape)
+    if x is None:
+        x = case.input(dtype, sa, Domain(0.1, 4.0) if name == "POW" else _domain(dtype, name))
+    else:
+        sb = tuple(d if d == 1 else s for d, s in zip(sb, shape))
+    second = {
+        "INTDIV": Domain(-1000, 1000, nonzero=True),
+        "POW": Domain(-2.0, 2.0),
+    }.get(name, _domain(dtype, name))
+    if name in ("LOGICAL_LEFT_SHIFT", "LOGICAL_RIGHT_SHIFT", "ARITHMETIC_RIGHT_SHIFT"):
+        second = Domain(0, dtype.itemsize * 8 - 1)
+    y = case.input(dtype, sb, second)
+    if name == "MUL":
+        return case.graph.op(name, input1=x, input2=y, shift=_zp(I8))
+    if name == "ARITHMETIC_RIGHT_SHIFT":
+        return case.graph.op(name, input1=x, input2=y, round=draw(st.booleans()))
+    if name in ("MAXIMUM", "MINIMUM"):
+        return case.graph.op(name, input1=x, input2=y, nan_mode=draw(st.sampled_from(["PROPAGATE", "IGNORE"])))
+    return case.graph.op(name, input1=x, input2=y)
+
+
+def clamp(draw, case: GraphCase, x: Value | None = None) -> Value:
+    dtype = x.dtype if x is not None else draw(st.sampled_from([F32, F16, I8, I16]))
+    if x is None:
+        x = case.input(dtype, _shape(draw))
+    if dtype.kind == "f":
+        lo, hi = sorted(draw(st.lists(st.floats(-4, 4, width=16), min_size=2, max_size=2)))
+    else:
+        info = np.iinfo(dtype)
+        lo, hi = sorted(draw(st.lists(st.integers(int(info.min), int(info.max)), min_size=2, max_size=2)))
+    return case.graph.op("CLAMP", input=x, min_val=lo, max_val=hi)
+
+
+def rescale(draw, case: GraphCase, x: Value | None = None) -> Value:
+    in_dtype = x.dtype if x is not None else draw(st.sampled_from([I8, I16, I32]))
+    out_dtype = draw(st.sampled_from([I8, I16, I32]))
+    if x is None:
+        # with shift >= 31 the spec requires |value| < 2**(shift - 1)
+        x = case.input(in_dtype, _shape(draw), Domain(-(1 << 24), 1 << 24) if in_dtype == I32 else None)
+    channels = x.shape[-1]
+    per_channel = draw(st.booleans())
+    n = channels if per_channel else 1
+    scale32 = draw(st.booleans()) if in_dtype != I32 else True
+    if scale32:
+        mult = draw(hnp.arrays(np.int32, n, elements=st.integers(1 << 30, (1 << 31) - 1)))
+        shift = draw(hnp.arrays(np.int8, n, elements=st.integers(30, 40)))
+    else:
+        mult = draw(hnp.arrays(np.int16, n, elements=st.integers(1 << 14, (1 << 15) - 1)))
+        shift = draw(hnp.arrays(np.int8, n, elements=st.integers(14, 24)))
+    in_zp = draw(st.integers(-128, 127)) if in_dtype == I8 else 0
+    out_zp = draw(st.integers(-128, 127)) if out_dtype == I8 else 0
+    return case.graph.op(
+        "RESCALE", input=x, multiplier=mult, shift=shift, input_zp=_zp(in_dtype, in_zp),
+        output_zp=_zp(out_dtype, out_zp), scale32=scale32, rounding_mode="SINGLE_ROUND",
+        per_channel=per_channel, input_unsigned=False, output_unsigned=False,
+        result=(out_dtype, x.shape),
+    )
+
+
+def _factor(draw, size: int, rank: int) -> tuple[int, ...]:
+    dims = []
+    for _ in range(rank - 1):
+        divisors = [d for d in range(1, size + 1) if size % d == 0]
+        d = draw(st.sampled_from(divisors))
+        dims.append(d)
+        size //= d
+    return tuple(dims + [size])
+
+
+def reshape(draw, case: GraphCase, x: Value | None = None) -> Value:
+    if x is None:
+        x = case.input(draw(st.sampled_from([F32, F16, I8, I32, BOOL])), _shape(draw))
+    new = _factor(draw, int(np.prod(x.shape)), draw(st.integers(1, 4)))
+    return case.graph.op("RESHAPE", input1=x, shape=new, result=(x.dtype, new))
+
+
+def transpose(draw, case: GraphCase, x: Value | None = None) -> Value:
+    if x is None:
+        x = case.input(draw(st.sampled_from([F32, F16, I8, I32, BOOL])), _shape(draw))
+    perms = tuple(draw(st.permutations(range(len(x.shape)))))
+    return case.graph.op("TRANSPOSE", input1=x, perms=perms,
+                         result=(x.dtype, tuple(x.shape[p] for p in perms)))
+
+
+def _conv_types(draw, dtype: np.dtype | None):
+    """(input dtype, weight dtype, bias/result dtype, acc_type)."""
+    options = [(F32, F32, F32, "FP32"), (F16, F16, F16, "FP16"), (F16, F16, F16, "FP32"), (I8, I8, I32, "INT32")]
+    if dtype is not None:
+        options = [o for o in options if o[0] == dtype]
+    return draw(st.sampled_from(options))
+
+
+def conv2d(draw, case: GraphCase, x: Value | None = None) -> Value:
+    if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16, I8)):
+        return _unary_safe(draw, case, x) if x.dtype.kind == "f" else clamp(draw, case, x)
+    in_t, w_t, out_t, acc = _conv_types(draw, None if x is None else x.dtype)
+    kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    sy, sx = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    dy, dx = draw(st.integers(1, 2)), draw(st.integers(1, 2))
+    pad = tuple(draw(st.lists(st.integers(0, 1), min_size=4, max_size=4)))
+    oc = draw(st.integers(1, 4))
+    if x is None:
+        oh, ow = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        h = max(1, sy * (oh - 1) + (kh - 1) * dy + 1 - pad[0] - pad[1])
+        w = max(1, sx * (ow - 1) + (kw - 1) * dx + 1 - pad[2] - pad[3])
+        n, ic = draw(st.integers(1, 2)), draw(st.integers(1, 4))
+        x = case.input(in_t, (n, h, w, ic), Domain(-4.0, 4.0) if in_t.kind == "f" else None)
+    n, h, w, ic = x.shape
+    pad = _fit_pad(h, kh, dy, sy, pad[0], pad[1]) + _fit_pad(w, kw, dx, sx, pad[2], pad[3])
+    oh = (h - 1 + pad[0] + pad[1] - (kh - 1) * dy) // sy + 1
+    ow = (w - 1 + pad[2] + pad[3] - (kw - 1) * dx) // sx + 1
+    weight = _weights(draw, w_t, (oc, kh, kw, ic))
+    bias = _weights(draw, out_t, (oc,), small=True)
+    in_zp = draw(st.integers(-128, 127)) if in_t == I8 else 0
+    return case.graph.op(
+        "CONV2D", input=x, weight=weight, bias=bias, input_zp=_zp(in_t, in_zp), weight_zp=_zp(w_t),
+        pad=pad, stride=(sy, sx), dilation=(dy, dx), acc_type=acc, result=(out_t, (n, oh, ow, oc)),
+    )
+
+
+def _fit_pad(size: int, k: int, dil: int, stride: int, before: int, after: int) -> tuple[int, int]:
+    """Paddings near (before, after) that make the output size an exact positive integer."""
+    span = (k - 1) * dil
+    after += max(0, span - (size - 1 + before + after))
+    after += (-(size - 1 + before + after - span)) % stride
+    return before, after
+
+
+def _weights(draw, dtype: np.dtype, shape: tuple[int, ...], small: bool = False) -> np.ndarray:
+    if dtype.kind == "f":
+        elements = st.floats(-1, 1, width=16).map(lambda v: round(v * 64) / 64)
+        return draw(hnp.arrays(np.float32, shape, elements=elements)).astype(dtype)
+    bound = 1000 if small else 127
+    info = np.iinfo(dtype)
+    return draw(hnp.arrays(dtype, shape, elements=st.integers(max(-bound, info.min), min(bound, info.max))))
+
+
+def matmul(draw, case: GraphCase, x: Value | None = None) -> Value:
+    if x is not None and (len(x.shape) != 3 or x.dtype not in (F32, F16, I8)):
+        return reshape(draw, case, x)
+    options = [(F32, F32), (F16, F16), (F16, F32), (I8, I32)]
+    if x is not None:
+        options = [o for o in options if o[0] == x.dtype]
+    in_t, out_t = draw(st.sampled_from(options))
+    if x is None:
+        n, h, c = draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 6))
+        x = case.input(in_t, (n, h, c))
+    n, h, c = x.shape
+    w = draw(st.integers(1, 5))
+    b = case.input(in_t, (n, c, w))
+    zps = (draw(st.integers(-128, 127)), draw(st.integers(-128, 127))) if in_t == I8 else (0, 0)
+    return case.graph.op("MATMUL", A=x, B=b, A_zp=_zp(in_t, zps[0]), B_zp=_zp(in_t, zps[1]),
+                         result=(out_t, (n, h, w)))
+
+
+_REDUCE = {
+    "REDUCE_SUM": (F32, I32), "REDUCE_MAX": (F32, F16, I8, I16, I32),
+    "REDUCE_MIN": (F32, F16, I8, I16, I32), "REDUCE_PRODUCT": (F32,),
+    "REDUCE_ALL": (BOOL,), "REDUCE_ANY": (BOOL,),
+}
+
+
+def reduction(draw, case: GraphCase, x: Value | None = None) -> Value:
+    names = sorted(_REDUCE) if x is None else [n for n in sorted(_REDUCE) if x.dtype in _REDUCE[n]]
+    if not names:
+        return transpose(draw, case, x)
+    name = draw(st.sampled_from(names + ["ARGMAX"] if x is None else names))
+    if name == "ARGMAX":
+        if x is None:
+            x = case.input(draw(st.sampled_from([F32, I8])), _shape(draw, min_rank=2))
+        if len(x.shape) < 2:
+            return transpose(draw, case, x)
+        axis = draw(st.integers(0, len(x.shape) - 1))
+        shape = x.shape[:axis] + x.shape[axis + 1:]
+        return case.graph.op("ARGMAX", input=x, axis=axis, result=(I32, shape))
+    if x is None:
+        dtype = draw(st.sampled_from(_REDUCE[name]))
+        domain = {"REDUCE_PRODUCT": Domain(0.5, 1.5), "REDUCE_SUM": Domain(-1000, 1000) if dtype == I32 else None}
+        x = case.input(dtype, _shape(draw), domain.get(name))
+    axis = draw(st.integers(0, len(x.shape) - 1))
+    shape = tuple(1 if i == axis else d for i, d in enumerate(x.shape))
+    extra = {"nan_mode": draw(st.sampled_from(["PROPAGATE", "IGNORE"]))} if name in ("REDUCE_MAX", "REDUCE_MIN") else {}
+    return case.graph.op(name, input=x, axis=axis, result=(x.dtype, shape), **extra)
+
+
+def data_layout(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """PAD, SLICE, TILE, REVERSE, CONCAT."""
+    name = draw(st.sampled_from(["PAD", "SLICE", "TILE", "REVERSE", "CONCAT"]))
+    if x is None:
+        x = case.input(draw(st.sampled_from([F32, F16, I8, I32, BOOL])), _shape(draw))
+    rank = len(x.shape)
+    if name == "PAD":
+        padding = tuple(draw(st.lists(st.integers(0, 2), min_size=2 * rank, max_size=2 * rank)))
+        shape = tuple(d + padding[2 * i] + padding[2 * i + 1] for i, d in enumerate(x.shape))
+        return case.graph.op("PAD", input1=x, padding=padding, pad_const=np.zeros(1, x.dtype),
+                             result=(x.dtype, shape))
+    if name == "SLICE":
+        start = tuple(draw(st.integers(0, d - 1)) for d in x.shape)
+        size = tuple(draw(st.integers(1, d - s)) for d, s in zip(x.shape, start))
+        return case.graph.op("SLICE", input1=x, start=start, size=size, result=(x.dtype, size))
+    if name == "TILE":
+        multiples = tuple(draw(st.lists(st.integers(1, 2), min_size=rank, max_size=rank)))
+        return case.graph.op("TILE", input1=x, multiples=multiples,
+                             result=(x.dtype, tuple(d * m for d, m in zip(x.shape, multiples))))
+    axis = draw(st.integers(0, rank - 1))
+    if name == "REVERSE":
+        return case.graph.op("REVERSE", input1=x, axis=axis, result=(x.dtype, x.shape))
+    other = x.shape[:axis] + (draw(st.integers(1, 3)),) + x.shape[axis + 1:]
+    y = case.input(x.dtype, other)
+    shape = x.shape[:axis] + (x.shape[axis] + other[axis],) + x.shape[axis + 1:]
+    return case.graph.op("CONCAT", input1=[x, y], axis=axis, result=(x.dtype, shape))
+
+
+def cast(draw, case: GraphCase, x: Value | None = None) -> Value:
+    kinds = [F32, F16, I8, I16, I32, BOOL]
+    src = x.dtype if x is not None else draw(st.sampled_from(kinds))
+    if x is None:
+        domain = Domain(-100.0, 100.0) if src.kind == "f" else None
+        x = case.input(src, _shape(draw), domain)
+    dst = draw(st.sampled_from([k for k in kinds if k != src and not (src == BOOL and k.kind == "f")
+                                and not (src.kind == "f" and k == BOOL)]))
+    return case.graph.op("CAST", input=x, result=(dst, x.shape))
+
+
+FAMILIES: dict[str, Callable] = {
+    "binary": binary, "unary": unary, "clamp": clamp, "rescale": rescale, "reshape": reshape,
+    "transpose": transpose, "conv2d": conv2d, "matmul": matmul, "reduction": reduction,
+    "data_layout": data_layout, "cast": cast,
+}
+"""Operator families `ops()` draws from, by name."""
+
+
+def ops(families: Sequence[str] | None = None) -> st.SearchStrategy[GraphCase]:
+    """Graphs of one TOSA operator (of the given families, or any), fed by graph inputs."""
+    chosen = list(families or FAMILIES)
+    unknown = [f for f in chosen if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown operator families {unknown}; known: {sorted(FAMILIES)}")
+
+    @st.composite
+    def draw_op(draw) -> GraphCase:
+        family = draw(st.sampled_from(chosen))
+        case = GraphCase(Graph(), description=f"family {family}")
+        case.graph.output(FAMILIES[family](draw, case))
+        return case
+
+    return draw_op()
+
+
+_CHAIN_OPS = ("unary_safe", "binary_safe", "clamp", "reshape", "transpose", "reduction", "conv2d", "matmul")
+
+
+def _unary_safe(draw, case: GraphCase, x: Value) -> Value:
+    name = draw(st.sampled_from(["ABS", "NEGATE", "TANH", "SIGMOID", "FLOOR", "CEIL"]))
+    return _unary_op(case, name, x)
+
+
+def graphs(max_ops: int = 5, dtypes: Sequence[object] = ("float32",)) -> st.SearchStrategy[GraphCase]:
+    """Well-formed graphs of 1..max_ops operators (chains and DAGs) over floating-point tensors.
+
+    Each operator takes an earlier value (an input or a result) as its first operand; binary
+    operators take a second earlier value of a broadcast-compatible shape, or a new input. Only
+    operators total on their inputs are used, so every drawn graph has defined results.
+    """
+    float_dtypes = [np.dtype(d) for d in dtypes]
+
+    @st.composite
+    def draw_graph(draw) -> GraphCase:
+        dtype = draw(st.sampled_from(float_dtypes))
+        case = GraphCase(Graph(), description="random graph")
+        rank = draw(st.integers(1, 4))
+        values = [case.input(dtype, _shape(draw, rank, rank))]
+        n_ops = draw(st.integers(1, max_ops))
+        for _ in range(n_ops):
+            x = draw(st.sampled_from(values))
+            kind = draw(st.sampled_from(_CHAIN_OPS))
+            if kind == "unary_safe":
+                y = _unary_safe(draw, case, x)
+            elif kind == "binary_safe":
+                partners = [v for v in values if v is not x and v.dtype == x.dtype and len(v.shape) == len(x.shape)
+                            and all(a == b or b == 1 for a, b in zip(x.shape, v.shape))]
+                name = draw(st.sampled_from(["ADD", "SUB", "MUL", "MAXIMUM", "MINIMUM"]))
+                if partners and draw(st.booleans()):
+                    other = draw(st.sampled_from(partners))
+                    extra = {"shift": _zp(I8)} if name == "MUL" else {}
+                    y = case.graph.op(name, input1=x, input2=other, **extra)
+                else:
+                    y = binary(draw, case, x, names=[name])
+            else:
+                y = {"clamp": clamp, "reshape": reshape, "transpose": transpose, "reduction": reduction,
+                     "conv2d": conv2d, "matmul": matmul}[kind](draw, case, x)
+            values.append(y)
+        results = values[1:]
+        used = {o.node for n in case.graph.nodes for o in n.operands.values() if isinstance(o, Value)}
+        case.graph.output(*[v for v in results if v.node not in used])
+        return case
+
+    return draw_graph()

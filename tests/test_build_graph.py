@@ -1,0 +1,130 @@
+"""pyvgf.build: built graphs against what model-converter makes of the same graph."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from build_graphs import GRAPHS, build_conv_clamp
+from conftest_build import dump_spirv, instructions, vgf_dump_json, vgfpy_encode
+
+from pyvgf.build import Graph
+from pyvgf.build._grammar import opcode
+from pyvgf.errors import TosaError
+from pyvgf.format.model import Category
+
+
+def _resources(dump: dict) -> list[tuple]:
+    return sorted(
+        (r["category"], tuple(r["shape"]), r["vk_format"], r["vk_descriptor_type"]) for r in dump["resources"]
+    )
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_built_file_is_what_vgf_dump_reads_from_model_converter(name, vgf_model):
+    built = vgf_dump_json(vgfpy_encode(GRAPHS[name]().to_vgf()))
+    theirs = vgf_dump_json(vgf_model(name))
+    assert built["header"] == theirs["header"] == {"major": 0, "minor": 5, "patch": 0}
+    assert _resources(built) == _resources(theirs)
+    assert len(built["constants"]) == len(theirs["constants"])
+    seq, ref = built["model_sequence"], theirs["model_sequence"]
+    for side in ("inputs", "outputs"):
+        assert [s["name"] for s in seq[side]] == [s["name"] for s in ref[side]]
+        assert [s["binding"] for s in seq[side]] == [s["binding"] for s in ref[side]]
+    (segment,), (their_segment,) = seq["segments"], ref["segments"]
+    for key in ("type", "name", "module_index", "dispatch_shape", "push_constant_ranges"):
+        assert segment[key] == their_segment[key]
+    assert [len(d["bindings"]) for d in segment["descriptor_set_infos"]] == [
+        len(d["bindings"]) for d in their_segment["descriptor_set_infos"]
+    ]
+    assert len(segment["constant_bindings"]) == len(their_segment["constant_bindings"])
+    assert built["modules"] == theirs["modules"]
+
+
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_spirv_has_the_instructions_model_converter_emits(name, vgf_model):
+    built = Counter(op for op, _ in instructions(GRAPHS[name]().to_spirv()))
+    theirs = Counter(op for op, _ in instructions(np.frombuffer(dump_spirv(vgf_model(name)), "<u4")))
+    for op in ("OpExtInst", "OpGraphInputARM", "OpGraphSetOutputARM", "OpVariable", "OpDecorate",
+               "OpGraphConstantARM", "OpGraphARM", "OpGraphEntryPointARM", "OpGraphEndARM",
+               "OpTypeGraphARM", "OpMemoryModel", "OpExtInstImport"):
+        assert built[opcode(op)] == theirs[opcode(op)], op
+    assert {w[0] for op, w in instructions(GRAPHS[name]().to_spirv()) if op == opcode("OpCapability")} <= {
+        w[0] for op, w in instructions(np.frombuffer(dump_spirv(vgf_model(name)), "<u4")) if op == opcode("OpCapability")
+    }
+
+
+def test_spirv_header_and_bound():
+    words = build_conv_clamp().to_spirv()
+    assert words[0] == 0x07230203 and words[1] == 0x00010500
+    defined = [w[1] for op, w in instructions(words) if op in (opcode("OpConstant"), opcode("OpVariable"))]
+    assert max(defined) < words[3]
+
+
+def test_large_constants_go_to_the_constant_section():
+    vgf = build_conv_clamp().to_vgf()
+    (const,) = vgf.constants
+    resource = vgf.resources[const.mrt_index]
+    assert resource.category is Category.CONSTANT and resource.shape == [8, 3, 3, 4]
+    assert const.data.tobytes() == np.full((8, 3, 3, 4), 0.5, np.float32).tobytes()
+    (binding,) = vgf.sequence.segments[0].constant_bindings
+    graph_constants = [w for op, w in instructions(vgf.modules[0].code) if op == opcode("OpGraphConstantARM")]
+    assert [w[2] for w in graph_constants] == [binding.graph_constant_id]
+
+
+def test_sixteen_elements_are_inlined_seventeen_are_not():
+    for size, expected in ((16, 0), (17, 1)):
+        g = Graph()
+        x = g.input("float32", (size,))
+        g.output(g.op("ADD", input1=x, input2=np.arange(size, dtype=np.float32)))
+        assert len(g.to_vgf().constants) == expected
+
+
+def test_constant_is_a_copy_of_the_callers_array():
+    data = np.ones(32, np.float32)
+    g = Graph()
+    x = g.input("float32", (32,))
+    g.output(g.op("ADD", input1=x, input2=data))
+    data[:] = 5
+    assert (g.to_vgf().constants[0].data.view(np.float32) == 1).all()
+    assert data.flags.writeable
+
+
+def test_the_mlir_of_a_built_graph_is_accepted_by_model_converter(tmp_path):
+    import fixtures
+
+    g = build_conv_clamp()
+    theirs = vgf_dump_json(fixtures.vgf_from_mlir(g.to_mlir()))
+    assert _resources(theirs) == _resources(vgf_dump_json(vgfpy_encode(g.to_vgf())))
+
+
+@pytest.mark.parametrize(
+    ("build", "message"),
+    [
+        (lambda g, x: g.op("NOPE", input1=x), "not a TOSA.001000.1 operator"),
+        (lambda g, x: g.op("ADD", input1=x), "operand 'input2' is missing"),
+        (lambda g, x: g.op("ADD", input1=x, input2=x, bogus=1), "no operand 'bogus'"),
+        (lambda g, x: g.op("CLAMP", input=x, min_val=0, max_val=1, nan_mode="SOMETIMES"), "is not one of"),
+        (lambda g, x: g.op("ADD", input1=x, input2=Graph().input("float32", (2, 3))), "another graph"),
+        (lambda g, x: g.op("ADD", input1=x, input2=np.zeros((4, 3), np.float32)), "do not broadcast"),
+        (lambda g, x: g.op("TRANSPOSE", input1=x, perms=[1, 0]), "give the result type"),
+        (lambda g, x: g.op("TRANSPOSE", input1=x, perms="ab", result=("float32", (3, 2))), "list of ints"),
+        (lambda g, x: g.output(g.constant(np.zeros(3, np.float32))), "constant cannot be a graph output"),
+        (lambda g, x: g.input("complex64", (2,)), "not supported"),
+        (lambda g, x: g.input("float32", (0, 2)), "positive dimensions"),
+        (lambda g, x: g.op("FFT2D", input_real=x, input_imag=x, inverse=False), "several results"),
+    ],
+)
+def test_bad_graphs_raise_tosa_errors(build, message):
+    g = Graph()
+    x = g.input("float32", (2, 3))
+    with pytest.raises(TosaError, match=message):
+        build(g, x)
+
+
+def test_a_graph_without_outputs_is_refused():
+    g = Graph()
+    g.input("float32", (2,))
+    with pytest.raises(TosaError, match="no outputs"):
+        g.to_spirv()

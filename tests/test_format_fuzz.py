@@ -1,0 +1,67 @@
+"""Mutation fuzzing of real files: only VGFFormatError may escape, and every case is fast."""
+
+from __future__ import annotations
+
+import random
+import time
+
+import pytest
+
+from conftest_format import real_model  # noqa: F401 (fixture)
+from pyvgf.errors import VGFFormatError
+from pyvgf.format import read
+
+SLOW_CASE_S = 2.0
+
+
+def mutate(data: bytes, rng: random.Random) -> bytes:
+    out = bytearray(data)
+    kind = rng.randrange(4)
+    if kind == 0:
+        for _ in range(rng.randrange(1, 8)):
+            i = rng.randrange(len(out))
+            out[i] ^= 1 << rng.randrange(8)
+    elif kind == 1:
+        out = out[: rng.randrange(len(out))]
+    elif kind == 2:
+        for _ in range(rng.randrange(1, 4)):
+            i = rng.randrange(0, len(out) - 4) & ~3
+            value = rng.choice([0, 0xFFFFFFFF, 0x7FFFFFFF, 0x80000000, rng.randrange(1 << 32), len(out)])
+            out[i : i + 4] = value.to_bytes(4, "little")
+    else:
+        i = 16 + 8 * rng.randrange(8)
+        value = rng.choice([0, 2**64 - 1, rng.randrange(2**64), rng.randrange(len(out))])
+        out[i : i + 8] = value.to_bytes(8, "little")
+    return bytes(out)
+
+
+def fuzz(data: bytes, seed: int, cases: int) -> int:
+    rng = random.Random(seed)
+    rejected = 0
+    for _ in range(cases):
+        case = mutate(data, rng)
+        start = time.perf_counter()
+        try:
+            read(case)
+        except VGFFormatError:
+            rejected += 1
+        elapsed = time.perf_counter() - start
+        assert elapsed < SLOW_CASE_S, f"case took {elapsed:.2f}s (seed {seed})"
+    return rejected
+
+
+def test_fuzz_real_files_quick(real_model):
+    data = real_model.read_bytes()
+    assert fuzz(data, seed=1234, cases=100) > 0
+
+
+def test_fuzz_made_files_quick(vgf_model):
+    for name in ("format_segments", "format_const_dtypes"):
+        assert fuzz(vgf_model(name).read_bytes(), seed=99, cases=600) > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(4))
+def test_fuzz_long(real_model, vgf_model, seed):
+    fuzz(real_model.read_bytes(), seed=seed, cases=1500)
+    fuzz(vgf_model("format_segments").read_bytes(), seed=seed, cases=5000)

@@ -1,0 +1,69 @@
+"""Reading is zero-copy for constants and bounded for hostile shared references."""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+from pyvgf.errors import VGFFormatError
+from pyvgf.format import (
+    VGF,
+    Category,
+    Constant,
+    DescriptorType,
+    Format,
+    Header,
+    ModelSequence,
+    Resource,
+    read,
+    write,
+)
+from pyvgf.format import schema
+from pyvgf.format.flatbuffers import Builder, u32
+
+BIG = 64 * 2**20
+
+
+def _big_model() -> VGF:
+    data = np.arange(BIG // 4, dtype=np.float32)
+    resource = Resource(int(DescriptorType.NONE), int(Format.R32_SFLOAT), Category.CONSTANT, [BIG // 4])
+    return VGF(Header(), [], ModelSequence(), [resource], [Constant(0, data.view(np.uint8))])
+
+
+def test_reading_a_large_file_copies_no_constant(tmp_path):
+    path = tmp_path / "big.vgf"
+    path.write_bytes(write(_big_model()))
+    tracemalloc.start()
+    try:
+        vgf = read(path)
+        weights = vgf.constant_array(0)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 2**20, f"read() allocated {peak} bytes for a {BIG}-byte constant"
+    assert weights[-1] == BIG // 4 - 1 and not weights.flags.writeable
+
+
+def _with_sequence_section(base: bytes, section: bytes) -> bytes:
+    """`base` with its model sequence table replaced by `section`, appended at the end."""
+    header = schema.Header.parse(base)
+    offset = len(base) + (-len(base) % 8)
+    header.sections[1].offset, header.sections[1].size = offset, len(section)
+    return schema.Header.build(header) + base[schema.HEADER_SIZE:] + bytes(offset - len(base)) + section
+
+
+def test_shared_reference_blow_up_is_refused_fast(vgf_model):
+    b = Builder()
+    big = b.create_scalar_vector(u32, np.zeros(50_000, dtype=np.uint32))
+    segment = schema.SegmentInfo.build_into(b, dispatch_shape=big)
+    root = schema.ModelSequenceTable.build_into(b, segments=b.create_offset_vector([segment] * 20_000))
+    data = _with_sequence_section(vgf_model("format_one_op").read_bytes(), b.finish(root))
+    start = time.perf_counter()
+    with pytest.raises(VGFFormatError) as info:
+        read(data)
+    assert time.perf_counter() - start < 2
+    assert info.value.section == "model sequence table"
+    assert "referenced too often" in str(info.value)

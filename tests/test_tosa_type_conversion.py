@@ -1,0 +1,165 @@
+"""CAST and RESCALE against tosa_reference_model on real one-op graphs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from conftest_tosa import (BOOL, FP32, I8, I16, I32, I48, Graph, assert_same, mlir_type,
+                           random_values, rng_from, run_op, shapes)
+from pyvgf.errors import TosaError
+from pyvgf.tosa.type_conversion import _CASTS
+from pyvgf.types import TensorType
+
+HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
+FEW = settings(max_examples=15, deadline=None, suppress_health_check=HEALTH)
+MANY = settings(max_examples=400, deadline=None, suppress_health_check=HEALTH)
+PAIRS = sorted(((s, d) for s, ds in _CASTS.items() for d in ds), key=str)
+
+
+@st.composite
+def cast_case(draw):
+    src, dst = draw(st.sampled_from(PAIRS))
+    rng = rng_from(draw)
+    scale = draw(st.sampled_from([2.0, 300.0, 1e5, 1e10]))
+    x = random_values(rng, src, draw(shapes(0)), scale=scale)
+    if src.kind == "f" or src.kind == "V":  # ties: x.5 values stress round-to-nearest-even
+        halves = np.asarray(np.round(x.astype(np.float32) * 2) / 2).astype(src)
+        x = np.asarray(np.where(rng.random(x.shape) < 0.3, halves, x)).astype(src)
+    return x, dst
+
+
+def _check_cast(x, dst):
+    g = Graph()
+    xi = g.input(x)
+    result = TensorType(np.dtype(dst), x.shape)
+    ref = g.reference(f"tosa.cast {xi} : ({mlir_type(x.dtype, x.shape)})", result)
+    assert_same(run_op("CAST", result, input=x, result_dtype=dst), ref)
+
+
+@FEW
+@given(case=cast_case())
+def test_cast(case):
+    _check_cast(*case)
+
+
+@pytest.mark.slow
+@MANY
+@given(case=cast_case())
+def test_cast_many(case):
+    _check_cast(*case)
+
+
+@st.composite
+def rescale_case(draw):
+    in_dtype = draw(st.sampled_from([I8, I16, I32, I48]))
+    out_dtype = draw(st.sampled_from([I8, I16, I32]))
+    in_u = in_dtype in (I8, I16) and out_dtype != I32 and draw(st.booleans())
+    out_u = not in_u and in_dtype in (I8, I16) and out_dtype in (I8, I16) and draw(st.booleans())
+    scale32 = in_dtype != I48 and draw(st.booleans())
+    rounding = draw(st.sampled_from([1, 2, 3] if scale32 else [1, 2]))
+    shape = draw(shapes(1))
+    per_channel = draw(st.booleans())
+    channels = shape[-1] if per_channel else 1
+    rng = rng_from(draw)
+    x = random_values(rng, in_dtype, shape)
+    if in_dtype == I48:
+        x = random_values(rng, in_dtype, shape, low=-(2**40), high=2**40)
+    if scale32:
+        mult = rng.integers(1 << 29, 1 << 31, channels).astype(I32)
+    else:
+        mult = rng.integers(1 << 13, 1 << 15, channels).astype(I16)
+    base = {I8: 8, I16: 16, I32: 32, I48: 44}[in_dtype]
+    shift = np.clip(rng.integers(base + 8, base + 24, channels), 2, 62).astype(np.int8)
+    if draw(st.booleans()):
+        shift = rng.integers(2, 63, channels).astype(np.int8)
+
+    def zp(dtype, unsigned):
+        if dtype == I8:
+            return draw(st.integers(-128, 127))
+        if dtype == I16 and unsigned:
+            return draw(st.sampled_from([0, -32768]))
+        return 0
+
+    attrs = dict(scale32=scale32, rounding_mode=rounding, per_channel=per_channel,
+                 input_unsigned=in_u, output_unsigned=out_u)
+    consts = dict(multiplier=mult, shift=shift, input_zp=np.array([zp(in_dtype, in_u)], in_dtype),
+                  output_zp=np.array([zp(out_dtype, out_u)], out_dtype))
+    return x, attrs, consts
+
+
+ROUNDING = {1: "SINGLE_ROUND", 2: "INEXACT_ROUND", 3: "DOUBLE_ROUND"}
+
+
+def _within_requires(x, attrs, consts) -> bool:
+    """Whether apply_scale_32/16 stay inside the REQUIREs of the spec for every element (the
+    reference model's results are not defined otherwise)."""
+    bits = 8 * x.dtype.itemsize
+    values = x.astype(np.int64).reshape(-1, x.shape[-1])
+    zp = int(consts["input_zp"][0])
+    if attrs["input_unsigned"]:
+        values, zp = values & ((1 << bits) - 1), zp & ((1 << bits) - 1)
+    channels = consts["multiplier"].size
+    for row in values.tolist():
+        for i, v in enumerate(row):
+            c = i if channels > 1 else 0
+            m, s = int(consts["multiplier"][c]), int(consts["shift"][c])
+            v -= zp
+            if attrs["scale32"] and not -(1 << (s - 1)) <= v < (1 << (s - 1)):
+                return False
+            if not -(2**31) <= (v * m + (1 << (s - 1))) >> s < 2**31:
+                return False
+    return True
+
+
+def _check_rescale(x, attrs, consts):
+    assume(_within_requires(x, attrs, consts))
+    g = Graph()
+    xi = g.const(x) if x.dtype == I48 else g.input(x)  # the reference's Python API takes no i48 input
+    names = {k: g.const(v) for k, v in consts.items()}
+    out_dtype = consts["output_zp"].dtype
+    result = TensorType(out_dtype, x.shape)
+    text = ", ".join(f"{k} = {str(v).lower()}" for k, v in attrs.items() if k != "rounding_mode")
+    text += f", rounding_mode = {ROUNDING[attrs['rounding_mode']]}"
+    types = ", ".join(mlir_type(v.dtype, v.shape) for v in consts.values())
+    line = (f"tosa.rescale {xi}, {', '.join(names.values())} {{{text}}} : "
+            f"({mlir_type(x.dtype, x.shape)}, {types})")
+    ref = g.reference(line, result)
+    assert_same(run_op("RESCALE", result, input=x, **attrs, **consts), ref)
+
+
+@FEW
+@given(case=rescale_case())
+def test_rescale(case):
+    _check_rescale(*case)
+
+
+@pytest.mark.slow
+@MANY
+@given(case=rescale_case())
+def test_rescale_many(case):
+    _check_rescale(*case)
+
+
+def test_conversion_checks():
+    with pytest.raises(TosaError, match="result element type must be one of"):
+        run_op("CAST", TensorType(FP32, (2,)), input=np.zeros(2, BOOL), result_dtype=FP32)
+    base = dict(scale32=False, rounding_mode=3, per_channel=False, input_unsigned=False,
+                output_unsigned=False, input=np.zeros(2, I8), multiplier=np.ones(1, I16),
+                shift=np.full(1, 10, np.int8), input_zp=np.zeros(1, I8), output_zp=np.zeros(1, I8))
+    with pytest.raises(TosaError, match="DOUBLE_ROUND needs scale32"):
+        run_op("RESCALE", TensorType(I8, (2,)), **base)
+    with pytest.raises(TosaError, match="multiplier element type must be i32"):
+        run_op("RESCALE", TensorType(I8, (2,)), **{**base, "scale32": True})
+    with pytest.raises(TosaError, match=r"shift values must lie in \[2, 62\]"):
+        run_op("RESCALE", TensorType(I8, (2,)), **{**base, "rounding_mode": 1,
+                                                   "shift": np.ones(1, np.int8)})
+    with pytest.raises(TosaError, match="output_zp must be 0 for i16"):
+        run_op("RESCALE", TensorType(I16, (2,)), **{**base, "rounding_mode": 1,
+                                                    "output_zp": np.ones(1, I16)})
+    with pytest.raises(TosaError, match="scale32 must be false for an i48 input"):
+        run_op("RESCALE", TensorType(I32, (2,)), **{**base, "scale32": True, "rounding_mode": 1,
+               "input": np.zeros(2, I48), "multiplier": np.ones(1, I32),
+               "input_zp": np.zeros(1, I48), "output_zp": np.zeros(1, I32)})

@@ -1,0 +1,232 @@
+"""The HAL on the vulkan backend: the same calls as on the cpu backend, backed by Vulkan."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import references  # tools/references.py
+from conftest_vulkan import read_vgf, require_vulkan
+from pyvgf import HalError, hal
+from pyvgf.format import Format
+
+pytestmark = pytest.mark.vulkan
+F32 = Format.R32_SFLOAT
+TENSOR = hal.DescriptorType.TENSOR
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    require_vulkan()
+    a = hal.request_adapter("vulkan")
+    yield a
+    a.destroy()
+
+
+@pytest.fixture
+def device(adapter):
+    dev = adapter.request_device()
+    ctx = dev.ctx
+    yield dev
+    dev.destroy()
+    assert ctx.live_objects() == 0, +ctx.live
+
+
+def test_adapter_describes_the_device(adapter):
+    assert adapter.info.backend == "vulkan"
+    assert {"VK_ARM_tensors", "VK_ARM_data_graph"} <= adapter.features
+    assert adapter.limits.max_tensor_dimension_count >= 4
+    assert adapter.info.api_version >= (1, 3, 0)
+
+
+def test_tensor_round_trip(device):
+    t = device.create_tensor(F32, (2, 3))
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    device.queue.write_tensor(t, data)
+    out = device.queue.read_tensor(t)
+    np.testing.assert_array_equal(out, data)
+    out[0, 0] = 99
+    np.testing.assert_array_equal(device.queue.read_tensor(t), data)
+
+
+def test_strided_tensor_round_trip(device):
+    if not device.ctx.tensor_non_packed:
+        with pytest.raises(HalError, match="tensorNonPacked"):
+            device.create_tensor(F32, (2, 3), strides=(16, 4))
+        return
+    t = device.create_tensor(F32, (2, 3), strides=(16, 4))
+    data = np.arange(6, dtype=np.float32).reshape(2, 3)
+    device.queue.write_tensor(t, data)
+    np.testing.assert_array_equal(device.queue.read_tensor(t), data)
+
+
+def test_tensor_and_buffer_in_one_memory_alias(device):
+    req = device.get_tensor_memory_requirements(device.tensor_description(F32, (8,)))
+    memory = device.allocate_memory(max(req.size, 64))
+    t = device.create_tensor(F32, (8,), memory=memory)
+    b = device.create_buffer(32, memory=memory)
+    data = np.linspace(-1, 1, 8, dtype=np.float32)
+    device.queue.write_tensor(t, data)
+    assert device.queue.read_buffer(b).tobytes() == data.tobytes()
+    device.queue.write_buffer(b, np.zeros(8, np.float32), 0)
+    np.testing.assert_array_equal(device.queue.read_tensor(t), np.zeros(8, np.float32))
+
+
+def test_copies_on_the_queue(device):
+    src = device.create_tensor(F32, (4, 4))
+    dst = device.create_tensor(F32, (4, 4))
+    a = device.create_buffer(16)
+    b = device.create_buffer(16)
+    data = np.arange(16, dtype=np.float32).reshape(4, 4)
+    device.queue.write_tensor(src, data)
+    device.queue.write_tensor(dst, np.zeros((4, 4), np.float32))
+    device.queue.write_buffer(a, np.arange(16, dtype=np.uint8))
+    enc = device.create_command_encoder()
+    enc.copy_tensor(src, dst)
+    enc.copy_buffer(a, b, 4, 8, 8)
+    fence = device.queue.submit([enc.finish()])
+    assert fence.wait(10)
+    np.testing.assert_array_equal(device.queue.read_tensor(dst), data)
+    assert device.queue.read_buffer(b, 8, 8).tolist() == list(range(4, 12))
+
+
+def test_partial_tensor_copy_is_refused(device):
+    """Vulkan copies whole tensors only (VUID-VkCopyTensorInfoARM-regionCount-09686 ff.)."""
+    src = device.create_tensor(F32, (4, 4))
+    dst = device.create_tensor(F32, (4, 4))
+    enc = device.create_command_encoder()
+    with pytest.raises(HalError, match="copies whole tensors of equal shape only"):
+        enc.copy_tensor(src, dst, [hal.TensorCopyRegion((1, 0), (0, 2), (2, 2))])
+
+
+def _add_pipeline(device, vgf):
+    module = vgf.modules[0]
+    shader = device.create_shader_module(module.code, name=module.name)
+    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(b, TENSOR) for b in range(3)])
+    layout = device.create_pipeline_layout([set_layout])
+    desc = device.tensor_description(F32, (1, 4, 4, 8))
+    resources = [hal.DataGraphResource(0, b, desc) for b in range(3)]
+    pipeline = device.create_data_graph_pipeline(shader, module.entry_point, layout, resources)
+    return pipeline, layout, set_layout
+
+
+def _bound_session(device, pipeline):
+    session = device.create_data_graph_session(pipeline)
+    for r in session.bind_point_requirements:
+        for i in range(r.num_objects):
+            req = session.memory_requirements(r.bind_point, i)
+            if req.size:
+                session.bind_memory(device.allocate_memory(req.size), 0, r.bind_point, i)
+    return session
+
+
+def test_graph_by_hand_resubmitted(device, vgf_model):
+    pipeline, layout, set_layout = _add_pipeline(device, read_vgf(vgf_model("add_f32")))
+    tensors = [device.create_tensor(F32, (1, 4, 4, 8)) for _ in range(3)]
+    dset = device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in enumerate(tensors)})
+    session = _bound_session(device, pipeline)
+    enc = device.create_command_encoder()
+    enc.bind_pipeline(pipeline)
+    enc.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, 0, dset)
+    enc.dispatch_data_graph(session)
+    cb = enc.finish()
+    rng = np.random.default_rng(4)
+    for _ in range(3):
+        a, b = (rng.standard_normal((1, 4, 4, 8)).astype(np.float32) for _ in range(2))
+        device.queue.write_tensor(tensors[0], a)
+        device.queue.write_tensor(tensors[1], b)
+        fence = device.queue.submit([cb])
+        assert fence.wait() and fence.signaled
+        np.testing.assert_array_equal(device.queue.read_tensor(tensors[2]), a + b)
+    fences = [device.queue.submit([cb]) for _ in range(3)]
+    device.queue.wait_idle()
+    assert all(f.signaled for f in fences)
+
+
+def test_glsl_compute_module_is_refused(device):
+    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(0, hal.DescriptorType.STORAGE_BUFFER)])
+    layout = device.create_pipeline_layout([set_layout])
+    module = device.create_shader_module("void main() {}", name="glsl_op", language="glsl")
+    with pytest.raises(HalError, match="'glsl_op' is GLSL source: the vulkan backend runs SPIR-V only"):
+        device.create_compute_pipeline(module, "main", layout)
+
+
+def test_device_destroy_frees_every_vulkan_object(adapter, vgf_model):
+    device = adapter.request_device()
+    ctx = device.ctx
+    pipeline, layout, set_layout = _add_pipeline(device, read_vgf(vgf_model("add_f32")))
+    tensors = [device.create_tensor(F32, (1, 4, 4, 8)) for _ in range(3)]
+    device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in enumerate(tensors)})
+    _bound_session(device, pipeline)
+    assert ctx.live["VkPipeline"] == 1 and ctx.live["VkTensorARM"] == 3
+    device.destroy()
+    assert ctx.live_objects() == 0, +ctx.live
+
+
+def test_load_add_on_vulkan(vgf_model):
+    require_vulkan()
+    from pyvgf.runtime import load
+
+    with load(vgf_model("add_f32"), backend="vulkan") as model:
+        assert model.backend == "vulkan"
+        rng = np.random.default_rng(5)
+        a, b = (rng.standard_normal((1, 4, 4, 8)).astype(np.float32) for _ in range(2))
+        (out,) = model.run([a, b])
+        np.testing.assert_array_equal(out, a + b)
+
+
+def test_load_conv2d_equals_scenario_runner(vgf_model, tmp_path):
+    require_vulkan()
+    from pyvgf.runtime import load
+
+    path = vgf_model("vulkan_conv2d_f32")
+    x = np.random.default_rng(6).standard_normal((1, 8, 8, 4)).astype(np.float32)
+    with load(path, backend="vulkan") as model:
+        (out,) = model.run([x])
+    (ref,) = references.scenario_run(path, [x])
+    np.testing.assert_array_equal(out, ref)
+
+
+def test_runs_from_several_threads_equal_sequential_runs(vgf_model):
+    require_vulkan()
+    from pyvgf.runtime import load
+
+    rng = np.random.default_rng(7)
+    cases = [rng.standard_normal((1, 8, 8, 4)).astype(np.float32) for _ in range(12)]
+    with load(vgf_model("vulkan_conv2d_f32"), backend="vulkan") as model:
+        expected = [model.run([x])[0] for x in cases]
+        got: dict[int, np.ndarray] = {}
+        errors: list[BaseException] = []
+
+        def worker(k: int) -> None:
+            try:
+                for i in range(k, len(cases), 4):
+                    got[i] = model.run([cases[i]])[0]
+            except BaseException as exc:
+                errors.append(exc)
+
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    for i, e in enumerate(expected):
+        np.testing.assert_array_equal(got[i], e)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["vww4", "mobilenet_v2"])
+def test_real_int8_models_equal_the_cpu_backend(name):
+    require_vulkan()
+    from pyvgf.runtime import load
+    from conftest import REAL_MODELS
+
+    path = REAL_MODELS[name]
+    with load(path, backend="vulkan") as vk_model, load(path) as cpu_model:
+        rng = np.random.default_rng(8)
+        inputs = [rng.integers(-128, 128, i.shape).astype(i.dtype) for i in vk_model.inputs]
+        for got, want in zip(vk_model.run(inputs), cpu_model.run(inputs)):
+            np.testing.assert_array_equal(got, want)

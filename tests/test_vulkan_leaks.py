@@ -1,0 +1,71 @@
+"""Load/run/close cycles leave no live Vulkan object and no process memory growth beyond
+noise (the short default; the long variant is marked slow)."""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+from conftest_vulkan import GraphModel, read_vgf, require_vulkan
+
+pytestmark = pytest.mark.vulkan
+
+CORE = {"VkInstance": 1, "VkDevice": 1, "VkCommandPool": 1}
+
+
+def rss_mib() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _cycles(vgf, models: int, contexts: int) -> tuple[float, float]:
+    """RSS growth (MiB) over `models` model cycles in one context, then over `contexts`
+    whole context cycles, each measured after warm-up cycles."""
+    from pyvgf.hal.vulkan.context import VulkanContext
+
+    x = np.ones(vgf.resources[vgf.sequence.inputs[0].mrt_index].shape, np.float32)
+    ctx = VulkanContext()
+    try:
+        for i in range(3 + models):
+            if i == 3:
+                start = rss_mib()
+            model = GraphModel(ctx, vgf)
+            model.run([x])
+            model.destroy()
+            assert {k: v for k, v in ctx.live.items() if v} == CORE
+        model_growth = rss_mib() - start
+    finally:
+        ctx.destroy()
+    assert ctx.live_objects() == 0, +ctx.live
+    for i in range(1 + contexts):
+        if i == 1:
+            start = rss_mib()
+        ctx = VulkanContext()
+        model = GraphModel(ctx, vgf)
+        model.run([x])
+        model.destroy()
+        ctx.destroy()
+        assert ctx.live_objects() == 0, +ctx.live
+    return model_growth, rss_mib() - start
+
+
+@pytest.fixture(scope="module")
+def conv_vgf(vgf_model):
+    require_vulkan()
+    return read_vgf(vgf_model("vulkan_conv2d_f32"))
+
+
+def test_cycles_leave_nothing(conv_vgf):
+    """Short: object counts after every cycle; memory over the model cycles only (a couple of
+    whole-context cycles move RSS by allocator noise of several MiB either way)."""
+    model_growth, _ = _cycles(conv_vgf, models=6, contexts=1)
+    assert model_growth < 8, f"{model_growth:.1f} MiB over 6 model cycles"
+
+
+@pytest.mark.slow
+def test_many_cycles_leave_nothing(conv_vgf):
+    model_growth, context_growth = _cycles(conv_vgf, models=200, contexts=40)
+    assert model_growth < 8, f"{model_growth:.1f} MiB over 200 model cycles"
+    assert context_growth < 24, f"{context_growth:.1f} MiB over 40 context cycles"

@@ -1,0 +1,156 @@
+"""The backend's core flows under VK_LAYER_KHRONOS_validation: no error or warning except the
+ones that only say the layer does not know the ARM extensions (spec/vulkan-backend.md lists
+and explains them)."""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+from conftest_vulkan import GraphModel, chained_add, read_vgf, require_vulkan
+
+pytestmark = pytest.mark.vulkan
+
+ARM_STYPE = r"unknown VkStructureType \((1000460\d{3}|1000507\d{3})\)"
+ARM_PIPELINE = r"(?:Invalid|Couldn't find) VkPipeline Object (0x[0-9a-f]+)"
+
+ALLOWED: dict[str, str] = {
+    # an ARM structure in a pNext chain
+    "VUID-VkDeviceCreateInfo-pNext-pNext": ARM_STYPE,
+    "VUID-VkWriteDescriptorSet-pNext-pNext": ARM_STYPE,
+    # VkDependencyInfo has no pNext in 1.3.239, so the message cannot name the structure:
+    # pyvgf chains only VkTensorDependencyInfoARM there (CommandBuffer.tensor_barrier)
+    "VUID-VkDependencyInfo-pNext-pNext": r"vkCmdPipelineBarrier2: value of pDependencyInfo->pNext must be NULL",
+    # the layer's notice that it does not know the ARM extensions
+    "VUID_Undefined": r"Device Extension VK_ARM_(tensors|data_graph) is not supported by this layer",
+    # VK_DESCRIPTOR_TYPE_TENSOR_ARM
+    "VUID-VkDescriptorSetLayoutBinding-descriptorType-parameter": r"\(1000460000\) does not fall within",
+    "VUID-VkDescriptorPoolSize-type-parameter": r"\(1000460000\) does not fall within",
+    "VUID-VkWriteDescriptorSet-descriptorType-parameter": r"\(1000460000\) does not fall within",
+    # VK_PIPELINE_BIND_POINT_DATA_GRAPH_ARM
+    "VUID-vkCmdBindPipeline-pipelineBindPoint-parameter": r"\(1000507000\) does not fall within",
+    "VUID-vkCmdBindDescriptorSets-pipelineBindPoint-parameter": r"\(1000507000\) does not fall within",
+    # VK_PIPELINE_STAGE_2_DATA_GRAPH_BIT_ARM, VK_ACCESS_2_DATA_GRAPH_{READ,WRITE}_BIT_ARM
+    "VUID-VkMemoryBarrier2-srcStageMask-parameter": r"contains flag bits that are not recognized members of VkPipelineStageFlagBits2",
+    "VUID-VkMemoryBarrier2-dstStageMask-parameter": r"contains flag bits that are not recognized members of VkPipelineStageFlagBits2",
+    "VUID-VkMemoryBarrier2-srcAccessMask-parameter": r"contains flag bits that are not recognized members of VkAccessFlagBits2",
+    "VUID-VkMemoryBarrier2-dstAccessMask-parameter": r"contains flag bits that are not recognized members of VkAccessFlagBits2",
+    # a pipeline made by vkCreateDataGraphPipelinesARM, which the layer never saw created
+    "VUID-vkCmdBindPipeline-pipeline-parameter": ARM_PIPELINE,
+    "VUID-vkDestroyPipeline-pipeline-parameter": ARM_PIPELINE,
+    "UNASSIGNED-Threading-Info": ARM_PIPELINE,
+}
+
+
+class Messages:
+    """Collects validation messages and tells the allowed ones from the rest."""
+
+    def __init__(self):
+        self.all: list[tuple[int, str, str]] = []
+        self.graph_pipelines: set[int] = set()
+
+    def __call__(self, severity: int, types: int, msg_id: str, text: str) -> None:
+        self.all.append((severity, msg_id, text))
+
+    def note_pipelines(self, model: GraphModel) -> None:
+        from pyvgf.hal.vulkan._vk import vk
+        from pyvgf.hal.vulkan.pipelines import DataGraphPipeline
+
+        ffi = vk().ffi
+        for obj in model.objects:
+            if isinstance(obj, DataGraphPipeline):
+                self.graph_pipelines.add(int(ffi.cast("uintptr_t", obj.handle)))
+
+    def allowed(self, msg_id: str, text: str) -> bool:
+        pattern = ALLOWED.get(msg_id)
+        if pattern is None:
+            return False
+        match = re.search(pattern, text)
+        if match is None:
+            return False
+        if pattern == ARM_PIPELINE:
+            return int(match.group(1), 16) in self.graph_pipelines
+        return True
+
+    def unexpected(self) -> list[str]:
+        return [f"{i}: {t}" for _, i, t in self.all if not self.allowed(i, t)]
+
+
+@pytest.fixture(scope="module")
+def validated():
+    require_vulkan()
+    from pyvgf.errors import HalError
+    from pyvgf.hal.vulkan.context import VulkanContext
+
+    messages = Messages()
+    try:
+        ctx = VulkanContext(validation=True, on_message=messages)
+    except HalError as exc:
+        if "VK_LAYER_KHRONOS_validation" in str(exc):
+            pytest.skip("the Khronos validation layer is not installed (apt vulkan-validationlayers)")
+        raise
+    yield ctx, messages
+    ctx.destroy()
+    assert not messages.unexpected(), "\n".join(messages.unexpected())
+
+
+def _run(ctx, messages, vgf, inputs):
+    model = GraphModel(ctx, vgf)
+    messages.note_pipelines(model)
+    try:
+        return model.run(inputs)
+    finally:
+        model.destroy()
+
+
+def test_add_under_validation(validated, vgf_model):
+    ctx, messages = validated
+    a = np.full((1, 4, 4, 8), 1.5, np.float32)
+    b = np.full((1, 4, 4, 8), 2.25, np.float32)
+    (out,) = _run(ctx, messages, read_vgf(vgf_model("add_f32")), [a, b])
+    np.testing.assert_array_equal(out, a + b)
+    assert not messages.unexpected(), "\n".join(messages.unexpected())
+
+
+def test_graph_constants_under_validation(validated, vgf_model):
+    ctx, messages = validated
+    x = np.ones((1, 8, 8, 4), np.float32)
+    (out,) = _run(ctx, messages, read_vgf(vgf_model("vulkan_conv2d_f32")), [x])
+    assert out.shape == (1, 8, 8, 6)
+    assert not messages.unexpected(), "\n".join(messages.unexpected())
+
+
+def test_tensor_barrier_under_validation(validated, vgf_model):
+    ctx, messages = validated
+    a = np.full((1, 4, 4, 8), 1.0, np.float32)
+    b = np.full((1, 4, 4, 8), 0.5, np.float32)
+    out = chained_add(ctx, read_vgf(vgf_model("add_f32")), a, b, messages.graph_pipelines)
+    np.testing.assert_array_equal(out, a + b + b)
+    assert not messages.unexpected(), "\n".join(messages.unexpected())
+
+
+def test_the_filter_lets_real_errors_through(validated):
+    """A real mistake (a buffer of size 0) is reported and not filtered."""
+    ctx, messages = validated
+    from pyvgf.hal.vulkan._vk import vk
+
+    mod = vk()
+    before = len(messages.all)
+    info = mod.VkBufferCreateInfo(size=0, usage=mod.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT)
+    info.size = 0
+    buffer = mod.vkCreateBuffer(ctx.device, info, None)
+    mod.vkDestroyBuffer(ctx.device, buffer, None)
+    new = messages.all[before:]
+    assert any(i == "VUID-VkBufferCreateInfo-size-00912" for _, i, _ in new), new
+    assert all(not messages.allowed(i, t) for _, i, t in new)
+    del messages.all[before:]
+
+
+def test_the_filter_needs_the_arm_value():
+    """An allowed message ID with a core value in it is not filtered."""
+    messages = Messages()
+    text = "vkCmdBindPipeline: value of pipelineBindPoint (7) does not fall within the begin..end range"
+    assert not messages.allowed("VUID-vkCmdBindPipeline-pipelineBindPoint-parameter", text)
+    assert not messages.allowed("VUID-vkDestroyPipeline-pipeline-parameter", "Invalid VkPipeline Object 0x1234.")
