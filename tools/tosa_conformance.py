@@ -100,6 +100,21 @@ def _tool(name: str) -> str:
 
 
 @functools.cache
+def _native(name: str) -> str:
+    """The native executable behind a pip console script, run directly: the Python shims cost
+    an interpreter start per call, which dominates a sweep of thousands of small cases."""
+    if name == "tosa_reference_model":
+        path = Path(importlib.metadata.distribution("tosa-tools").locate_file(f"bin/{name}"))
+    elif name == "model-converter":
+        import model_converter
+
+        path = Path(model_converter.__file__).parent / "binaries" / "bin" / name
+    else:
+        path = None
+    return str(path) if path is not None and path.is_file() else _tool(name)
+
+
+@functools.cache
 def _versions() -> str:
     return ";".join(
         f"{p}={importlib.metadata.version(p)}"
@@ -212,7 +227,7 @@ def reference(case: Case) -> tuple[list[np.ndarray], list[np.ndarray | None]]:
         ref.mkdir(exist_ok=True)
         proc = subprocess.run(
             [
-                _tool("tosa_reference_model"), "--test_desc", str(case.path / "desc.json"),
+                _native("tosa_reference_model"), "--test_desc", str(case.path / "desc.json"),
                 "--output_dir", str(ref), "--precise_mode=1",
             ],  # fmt: skip
             capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
@@ -245,7 +260,7 @@ def convert(case: Case) -> Path:
         raise ConverterRejected(log.read_text())
     tmp = case.path / f"test.vgf.{os.getpid()}.tmp"
     proc = subprocess.run(
-        [_tool("model-converter"), "-i", str(case.path / case.desc["tosa_file"]), "-o", str(tmp)],
+        [_native("model-converter"), "-i", str(case.path / case.desc["tosa_file"]), "-o", str(tmp)],
         capture_output=True, text=True, timeout=TOOL_TIMEOUT_S,
     )  # fmt: skip
     if proc.returncode != 0 or not tmp.exists():
@@ -510,29 +525,62 @@ def render(rows: dict[str, OpRow], selection: str, seconds: float) -> str:
     return "\n".join(lines) + "\n"
 
 
-def sweep(selection: str, ops: str | None, log=None) -> tuple[list[Outcome], float]:
-    start = time.perf_counter()
-    folder = generate(selection, ops)
+def _interleaved(found: list[Case]) -> list[Case]:
+    """Cases round-robin over ops, so that a sweep cut short still covers every op."""
+    by_op: dict[str, list[Case]] = defaultdict(list)
+    for case in found:
+        by_op[case.op].append(case)
+    queues = [by_op[op] for op in sorted(by_op)]
+    return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
+
+
+def sweep(
+    folder: Path, ops: str | None, journal: Path | None = None, log=None
+) -> list[Outcome]:
+    """Run every case of `folder` (those of ops matching `ops`), round-robin over ops.
+
+    With a `journal` (JSON lines), each outcome is appended as it is known and cases already
+    in the journal are not run again, so a long sweep can be stopped and resumed.
+    """
+    done: dict[str, Outcome] = {}
+    found = [c for c in cases(folder) if ops is None or re.search(ops, c.op.lower())]
+    if journal is not None and journal.exists():
+        by_path = {str(c.path): c for c in found}
+        for line in journal.read_text().splitlines():
+            rec = json.loads(line)
+            if rec["path"] in by_path:
+                done[rec["path"]] = Outcome(by_path[rec["path"]], rec["status"], rec["message"], rec["seconds"])
     outcomes = []
-    for case in cases(folder):
-        if ops is not None and not re.search(ops, case.op.lower()):
-            continue
-        outcome = run_case(case)
+    for case in _interleaved(found):
+        outcome = done.get(str(case.path))
+        if outcome is None:
+            outcome = run_case(case)
+            if journal is not None:
+                with journal.open("a") as f:
+                    rec = {"path": str(case.path), "status": outcome.status,
+                           "message": outcome.message, "seconds": outcome.seconds}  # fmt: skip
+                    f.write(json.dumps(rec) + "\n")
+            if log is not None:
+                print(f"{outcome.status:9} {case.op:22} {case.name} {outcome.message[:200]}", file=log)
         outcomes.append(outcome)
-        if log is not None:
-            print(f"{outcome.status:9} {case.op:22} {case.name} {outcome.message[:200]}", file=log)
-    return outcomes, time.perf_counter() - start
+    return outcomes
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--selection", choices=sorted(SELECTIONS), default="fast")
     parser.add_argument("--ops", help="regex on lower-case op names (default: all 66)")
+    parser.add_argument("--folder", type=Path, help="sweep the cases already in this folder")
+    parser.add_argument("--journal", type=Path, help="append outcomes here (JSON lines), resume")
     parser.add_argument("--write", type=Path, help="write the Markdown table to this file")
     parser.add_argument("--show-failures", action="store_true", help="print every non-pass case")
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case")
     args = parser.parse_args(argv)
-    outcomes, seconds = sweep(args.selection, args.ops, sys.stderr if args.verbose else None)
+    start = time.perf_counter()
+    folder = args.folder or generate(args.selection, args.ops)
+    log = sys.stderr if args.verbose else None
+    outcomes = sweep(folder, args.ops, args.journal, log)
+    seconds = time.perf_counter() - start
     table = render(tabulate(outcomes, args.ops), args.selection, seconds)
     if args.write:
         args.write.parent.mkdir(parents=True, exist_ok=True)
