@@ -100,13 +100,13 @@ def test_copies_on_the_queue(device):
     assert device.queue.read_buffer(b, 8, 8).tolist() == list(range(4, 12))
 
 
-def test_partial_tensor_copy_is_refused(device):
+def test_tensor_copy_of_another_shape_is_refused(device):
     """Vulkan copies whole tensors only (VUID-VkCopyTensorInfoARM-regionCount-09686 ff.)."""
     src = device.create_tensor(F32, (4, 4))
-    dst = device.create_tensor(F32, (4, 4))
+    dst = device.create_tensor(F32, (2, 8))
     enc = device.create_command_encoder()
     with pytest.raises(HalError, match="copies whole tensors of equal shape only"):
-        enc.copy_tensor(src, dst, [hal.TensorCopyRegion((1, 0), (0, 2), (2, 2))])
+        enc.copy_tensor(src, dst)
 
 
 def test_graph_by_hand_resubmitted(device, vgf_model):

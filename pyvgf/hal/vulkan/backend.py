@@ -363,16 +363,8 @@ class VulkanCommandEncoder(hal.CommandEncoder):
     def _dispatch(self, x, y, z):
         self._commands.append(lambda cb: cb.dispatch(x, y, z))
 
-    def _copy_tensor(self, src, dst, regions):
-        whole = (tuple([0] * len(src.shape)), tuple([0] * len(src.shape)), tuple(src.shape))
-        spans = [(tuple(r.src_offset), tuple(r.dst_offset), tuple(r.extent)) for r in regions]
-        if src.shape != dst.shape or spans != [whole]:
-            raise HalError(
-                f"vkCmdCopyTensorARM copies whole tensors of equal shape only (one region, zero offsets, "
-                f"extent = shape: VUID-VkCopyTensorInfoARM-regionCount-09686, -09687, -09688, -09689); "
-                f"got {src!r} -> {dst!r} with regions {regions}"
-            )
-        self._commands.append(lambda cb: cb.copy_tensor(src.vk, dst.vk, spans))
+    def _copy_tensor(self, src, dst):
+        self._commands.append(lambda cb: cb.copy_tensor(src.vk, dst.vk))
 
     def _copy_buffer(self, src, dst, src_offset, dst_offset, size):
         self._commands.append(lambda cb: cb.copy_buffer(src.vk, dst.vk, src_offset, dst_offset, size))
@@ -511,16 +503,15 @@ class VulkanQueue(hal.Queue):
         staging = tensors.Tensor(ctx, d.format, d.shape, usage=usage, with_view=False, label="staging")
         cb = fence = None
         try:
-            whole = [((0,) * len(d.shape), (0,) * len(d.shape), tuple(d.shape))]
             with device.lock:
                 cb = commands.CommandBuffer(ctx)
                 cb.begin()
                 if data is not None:
                     staging.array(d.dtype)[...] = data
-                    cb.copy_tensor(staging, tensor.vk, whole)
+                    cb.copy_tensor(staging, tensor.vk)
                     cb.memory_barrier()
                 else:
-                    cb.copy_tensor(tensor.vk, staging, whole)
+                    cb.copy_tensor(tensor.vk, staging)
                 cb.host_barrier()
                 cb.end()
             fence = commands.Fence(ctx)

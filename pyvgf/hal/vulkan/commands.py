@@ -76,19 +76,19 @@ class CommandBuffer:
         mod = vk()
         mod.vkCmdPushConstants(self.handle, layout.handle, stages, offset, len(data), mod.ffi.new("char[]", data))
 
-    def copy_tensor(self, src: Tensor, dst: Tensor, regions: list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]) -> None:
-        """vkCmdCopyTensorARM of (src offset, dst offset, extent) regions, in elements."""
+    def copy_tensor(self, src: Tensor, dst: Tensor) -> None:
+        """vkCmdCopyTensorARM of the whole tensor (the one region VK_ARM_tensors allows)."""
         self._require_recording("copy_tensor")
+        zeros = [0] * len(src.shape)
         items = [
             new_struct(
                 "VkTensorCopyARM",
                 sType=_ffi.STRUCTURE_TYPE_TENSOR_COPY_ARM,
-                dimensionCount=len(extent),
-                pSrcOffset=ffi.new("uint64_t[]", list(src_off)),
-                pDstOffset=ffi.new("uint64_t[]", list(dst_off)),
-                pExtent=ffi.new("uint64_t[]", list(extent)),
+                dimensionCount=len(zeros),
+                pSrcOffset=ffi.new("uint64_t[]", zeros),
+                pDstOffset=ffi.new("uint64_t[]", zeros),
+                pExtent=ffi.new("uint64_t[]", list(src.shape)),
             )
-            for src_off, dst_off, extent in regions
         ]
         info = new_struct(
             "VkCopyTensorInfoARM",
