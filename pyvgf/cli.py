@@ -4,6 +4,7 @@
     pyvgf run MODEL.vgf --input a.npy --input b.npy --output-dir out/ [--backend cpu]
     pyvgf run MODEL.vgf --random-inputs --seed 0
     pyvgf run --example
+    pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
 """
 
 from __future__ import annotations
@@ -38,7 +39,15 @@ def _inspect(args: argparse.Namespace) -> int:
         else:
             index = _checked_index(args.dump_constant, len(vgf.constants), "constant")
             if out.suffix == ".npy":
-                np.save(out, vgf.constant_array(index))
+                array = vgf.constant_array(index)
+                if array.dtype.kind == "V":
+                    print(
+                        f"pyvgf inspect: .npy has no {array.dtype} type; saving its bit pattern as "
+                        f"uint{8 * array.dtype.itemsize} (view it with ml_dtypes.{array.dtype})",
+                        file=sys.stderr,
+                    )
+                    array = array.view(f"<u{array.dtype.itemsize}")
+                np.save(out, array)
             else:
                 out.write_bytes(vgf.constants[index].data.tobytes())
         return 0
@@ -170,6 +179,26 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_doctor)
 
 
+BENCH_SUITE = Path(__file__).resolve().parents[1] / "tools" / "bench" / "suite.py"
+
+
+def _bench(args: argparse.Namespace) -> int:
+    """Run the benchmark suite of a source checkout: it needs the test-only tools (Arm's
+    converters and runners, torch), so it lives in tools/bench/ and is not installed. It runs in
+    its own process, so that its --threads reaches BLAS before numpy is imported."""
+    import subprocess
+
+    if not BENCH_SUITE.is_file():
+        raise SystemExit(f"pyvgf bench: the suite is part of the source tree ({BENCH_SUITE} not found)")
+    return subprocess.call([sys.executable, str(BENCH_SUITE), *args.extra])
+
+
+def _add_bench(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", add_help=False,
+                       help="benchmark pyvgf against Arm's tools and torch (source checkout; --help for options)")
+    p.set_defaults(func=_bench)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
@@ -177,7 +206,10 @@ def main(argv: list[str] | None = None) -> int:
     _add_inspect(sub)
     _add_run(sub)
     _add_doctor(sub)
-    args = parser.parse_args(argv)
+    _add_bench(sub)
+    args, args.extra = parser.parse_known_args(argv)
+    if args.extra and args.command != "bench":
+        parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
     try:
         return args.func(args)
     except (VGFError, ValueError, OSError) as exc:

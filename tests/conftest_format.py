@@ -35,12 +35,25 @@ FORMAT_MODELS = [
     "format_segments",
     "format_shaders",
     "format_segment_consts",
+    "format_compute_sets",
+    "format_compute_aliasing",
 ]
+
+
+def vgf_lib_tool(name: str) -> str:
+    """Path of a binary of Arm's VGF library wheel (`vgf_dump`, `vgf_updater`), called
+    directly rather than through the wheel's Python launcher (saves a Python start per call)."""
+    try:
+        import vgf_lib
+    except ImportError:
+        return fixtures.tool(name)
+    binary = Path(vgf_lib.__file__).parent / "binaries" / "bin" / name
+    return str(binary) if binary.exists() else fixtures.tool(name)
 
 
 def vgf_dump_json(path) -> dict:
     """What Arm's `vgf_dump -i PATH` prints, parsed."""
-    proc = subprocess.run([fixtures.tool("vgf_dump"), "-i", str(path)], capture_output=True, text=True)
+    proc = subprocess.run([vgf_lib_tool("vgf_dump"), "-i", str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import subprocess
 
+import ml_dtypes
 import numpy as np
 
-import fixtures
-from conftest_format import vgf_dump_json
+from conftest_format import vgf_dump_json, vgf_lib_tool
 from pyvgf.cli import main
 
 
@@ -27,7 +27,7 @@ def test_inspect_summary(vgf_model, capsys):
 
 def test_dump_spirv_and_constant_match_vgf_dump(vgf_model, tmp_path):
     path = vgf_model("format_const_dtypes")
-    dump = fixtures.tool("vgf_dump")
+    dump = vgf_lib_tool("vgf_dump")
     subprocess.run([dump, "-i", str(path), "--dump-spirv", "0", "-o", str(tmp_path / "ref.spv")], check=True)
     assert main(["inspect", str(path), "--dump-spirv", "0", "-o", str(tmp_path / "our.spv")]) == 0
     assert (tmp_path / "our.spv").read_bytes() == (tmp_path / "ref.spv").read_bytes()
@@ -51,3 +51,11 @@ def test_inspect_bad_file_fails_cleanly(tmp_path, capsys):
 def test_dump_index_out_of_range(vgf_model, tmp_path, capsys):
     assert main(["inspect", str(vgf_model("format_one_op")), "--dump-constant", "0", "-o", str(tmp_path / "x")]) == 1
     assert "out of range" in capsys.readouterr().err
+
+
+def test_dump_bfloat16_constant_keeps_its_bits(vgf_model, tmp_path, capsys):
+    path = vgf_model("format_const_dtypes")
+    assert main(["inspect", str(path), "--dump-constant", "4", "-o", str(tmp_path / "bf.npy")]) == 0
+    assert "bit pattern as uint16" in capsys.readouterr().err
+    bits = np.load(tmp_path / "bf.npy")
+    assert bits.dtype == np.uint16 and (bits.view(ml_dtypes.bfloat16) == 2.5).all()

@@ -140,7 +140,7 @@ def test_write_read_is_lossless(vgf):
 
 
 @settings(
-    max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
 )
 @given(vgfs())
 def test_vgf_dump_reads_what_we_write(tmp_path, vgf):

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import numpy as np
 import pytest
 
-from conftest_format import FORMAT_MODELS, real_model, vgf_dump_json  # noqa: F401 (fixture)
+from conftest_format import FORMAT_MODELS, real_model, vgf_dump_json, vgf_lib_tool  # noqa: F401 (fixture)
 from pyvgf.format import NO_INDEX, CodeType, DescriptorType, ModuleType, read, write
 from pyvgf.format.dump import to_json
 
@@ -31,6 +33,18 @@ def test_byte_identical_round_trip(made):
 
 def test_byte_identical_round_trip_real(real_model):
     assert write(read(real_model)) == real_model.read_bytes()
+
+
+def test_models_updated_by_vgf_updater(real_model, tmp_path):
+    """Arm's vgf_updater rewrites the 0.3 models as 0.5 with CONST00: another producer."""
+    updated = tmp_path / "updated.vgf"
+    subprocess.run([vgf_lib_tool("vgf_updater"), "-i", str(real_model), "-o", str(updated)], check=True)
+    vgf = read(updated)
+    assert vgf.header.version == (0, 5, 0) and not vgf.legacy_constants
+    assert to_json(vgf) == vgf_dump_json(updated)
+    assert write(vgf) == updated.read_bytes()
+    old = read(real_model)
+    assert [c.data.tobytes() for c in vgf.constants] == [c.data.tobytes() for c in old.constants]
 
 
 def test_real_models_are_legacy_0_3(real_model):
@@ -90,3 +104,16 @@ def test_real_constants_share_the_mapped_file(real_model):
     assert base.size == real_model.stat().st_size
     w = vgf.constant_array(0)
     assert w.dtype == np.int8 and w.size == vgf.constants[0].data.size
+
+
+def test_constant_array_refuses_what_it_cannot_view(vgf_model):
+    vgf = read(vgf_model("format_const_dtypes"))
+    vgf.resources[0].shape = [-1, 16]
+    with pytest.raises(ValueError, match="unknown dimension"):
+        vgf.constant_array(0)
+    vgf.resources[0].shape = [5, 16]
+    with pytest.raises(ValueError, match="needs 80"):
+        vgf.constant_array(0)
+    vgf.resources[5].strides = [4, 16]
+    strided = vgf.constant_array(5)
+    assert strided.shape == (4, 16) and strided.strides == (4, 16) and strided[0, 0] == 0.25

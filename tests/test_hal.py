@@ -50,6 +50,11 @@ def test_unknown_backend_is_named():
         hal.request_adapter("metal")
 
 
+def test_unknown_backend_option_is_named():
+    with pytest.raises(HalError, match="backend 'cpu' does not take these options:.*device_index"):
+        hal.request_adapter("cpu", device_index=1)
+
+
 def test_importing_pyvgf_does_not_import_vulkan():
     code = ("import sys, pyvgf, pyvgf.hal, pyvgf.runtime; "
             "assert 'vulkan' not in sys.modules and 'pyvgf.hal.vulkan' not in sys.modules")

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import VGFFormatError
 from . import schema as s
 from .flatbuffers import Builder, i64, u8, u32
-from .model import VGF, BindingSlot, CodeType, ModelSequence, Module, Segment
+from .model import VGF, BindingSlot, Category, CodeType, Module, ModuleType, Segment
 from .validate import validate
 
 Chunks = list[bytes | memoryview]
@@ -83,26 +83,38 @@ def _module_table(modules: list[Module]) -> bytes:
     return b.finish(s.ModuleTable.build_into(b, modules=b.create_offset_vector(offsets)))
 
 
+LOGICAL, DESCRIPTOR = 0, 1
+"""Kinds of binding slot table model-converter makes: one *logical* slot per resource (its
+global binding, used by segment and model inputs/outputs and graph descriptor sets), and
+*descriptor* slots for a compute shader's own (set, binding) of a resource. A logical and a
+descriptor slot with equal values are still two tables."""
+
+
 class _Slots:
-    """BindingSlot tables, created once per (binding, resource) pair at first use."""
+    """BindingSlot tables, one per (kind, binding, resource)."""
 
     def __init__(self, builder: Builder):
         self.builder = builder
-        self.made: dict[tuple[int, int], int] = {}
+        self.made: dict[tuple[int, int, int], int] = {}
 
-    def __call__(self, slot: BindingSlot) -> int:
-        key = (slot.binding, slot.mrt_index)
+    def __call__(self, kind: int, slot: BindingSlot) -> int:
+        key = (kind, slot.binding, slot.mrt_index)
         if key not in self.made:
             self.made[key] = s.BindingSlot.build_into(self.builder, binding=slot.binding, mrt_index=slot.mrt_index)
         return self.made[key]
 
-    def vector(self, slots: list[BindingSlot]) -> int:
-        return self.builder.create_offset_vector([self(x) for x in slots])
+    def vector(self, kind: int, slots: list[BindingSlot]) -> int:
+        return self.builder.create_offset_vector([self(kind, x) for x in slots])
+
+
+def _set_kind(seg: Segment) -> int:
+    return DESCRIPTOR if seg.type == ModuleType.COMPUTE else LOGICAL
 
 
 def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
+    kind = _set_kind(seg)
     set_infos = [
-        s.DescriptorSetInfo.build_into(b, bindings=slots.vector(info.bindings), set_index=info.set_index)
+        s.DescriptorSetInfo.build_into(b, bindings=slots.vector(kind, info.bindings), set_index=info.set_index)
         for info in seg.set_infos
     ]
     constants = b.create_scalar_vector(u32, seg.constants)
@@ -117,8 +129,8 @@ def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
         bindings = b.create_offset_vector(tables)
     dispatch = None if seg.dispatch_shape is None else b.create_scalar_vector(u32, seg.dispatch_shape)
     set_infos_vec = b.create_offset_vector(set_infos)
-    inputs = slots.vector(seg.inputs)
-    outputs = slots.vector(seg.outputs)
+    inputs = slots.vector(LOGICAL, seg.inputs)
+    outputs = slots.vector(LOGICAL, seg.outputs)
     push = b.create_offset_vector(
         [
             s.PushConstantRange.build_into(b, stage_flags=p.stage_flags, offset=p.offset, size=p.size)
@@ -140,42 +152,59 @@ def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
     )
 
 
-def _slot_order(seq: ModelSequence) -> list[BindingSlot]:
-    """Every distinct binding slot in the order model-converter adds them: by resource index;
-    for one resource, first the slots of segment or model inputs/outputs (its global
-    binding), then those only in descriptor sets (a compute shader's own bindings), each group
-    in order of first use."""
-    rank: dict[tuple[int, int], list[int]] = {}
+def _slot_order(vgf: VGF) -> list[tuple[int, BindingSlot]]:
+    """Every binding slot table in model-converter's creation order.
 
-    def see(slot: BindingSlot, in_set_only: bool) -> None:
-        key = (slot.binding, slot.mrt_index)
-        if key not in rank:
-            rank[key] = [slot.mrt_index, int(in_set_only), len(rank)]
-        elif not in_set_only:
-            rank[key][1] = 0
+    Its resource planner makes the logical slots of the model inputs, then attaches segment
+    inputs and outputs (per segment, inputs first) in three passes: those of INPUT resources,
+    of INTERMEDIATE ones, then (after the logical slots of the model outputs) of OUTPUT ones.
+    Attaching makes the resource's logical slot if new and, for a compute segment, the
+    descriptor slots of that resource in its descriptor sets."""
+    seq = vgf.sequence
+    made: dict[tuple[int, int, int], None] = {}
 
+    def logical(slot: BindingSlot) -> None:
+        made.setdefault((LOGICAL, slot.binding, slot.mrt_index))
+
+    def attach(seg: Segment, slot: BindingSlot) -> None:
+        logical(slot)
+        if _set_kind(seg) == DESCRIPTOR:
+            for info in seg.set_infos:
+                for x in info.bindings:
+                    if x.mrt_index == slot.mrt_index:
+                        made.setdefault((DESCRIPTOR, x.binding, x.mrt_index))
+
+    def attach_all(category: Category) -> None:
+        for seg in seq.segments:
+            for slot in seg.inputs + seg.outputs:
+                if vgf.resources[slot.mrt_index].category == category:
+                    attach(seg, slot)
+
+    for slot in seq.inputs:
+        logical(slot)
+    attach_all(Category.INPUT)
+    attach_all(Category.INTERMEDIATE)
+    for slot in seq.outputs:
+        logical(slot)
+    attach_all(Category.OUTPUT)
     for seg in seq.segments:
-        for slot in seg.inputs + seg.outputs:
-            see(slot, False)
         for info in seg.set_infos:
-            for slot in info.bindings:
-                see(slot, True)
-    for slot in seq.inputs + seq.outputs:
-        see(slot, False)
-    return [BindingSlot(*key) for key in sorted(rank, key=rank.__getitem__)]
+            for x in info.bindings:
+                made.setdefault((_set_kind(seg), x.binding, x.mrt_index))
+    return [(kind, BindingSlot(binding, mrt)) for kind, binding, mrt in made]
 
 
 def _sequence_table(vgf: VGF) -> bytes:
     b = Builder()
     seq = vgf.sequence
     slots = _Slots(b)
-    for slot in _slot_order(seq):
-        slots(slot)
+    for kind, slot in _slot_order(vgf):
+        slots(kind, slot)
     segments = [_segment(b, slots, seg) for seg in seq.segments]
     input_names = [b.create_string(n) for n in seq.input_names]
     output_names = [b.create_string(n) for n in seq.output_names]
-    inputs = slots.vector(seq.inputs)
-    outputs = slots.vector(seq.outputs)
+    inputs = slots.vector(LOGICAL, seq.inputs)
+    outputs = slots.vector(LOGICAL, seq.outputs)
     input_names_vec = b.create_offset_vector(input_names)
     output_names_vec = b.create_offset_vector(output_names)
     root = s.ModelSequenceTable.build_into(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -276,6 +277,10 @@ def request_adapter(backend: str = "cpu", **options: object) -> Adapter:
             raise HalError(f"backend {backend!r}: module {entry} defines no request_adapter()")
     else:
         factory = entry()
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        raise HalError(f"backend {backend!r} does not take these options: {exc}") from None
     return factory(**options)
 
 

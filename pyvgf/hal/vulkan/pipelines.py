@@ -106,7 +106,7 @@ class DescriptorSet:
         kind = self._kind(binding)
         if kind not in (mod.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, mod.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER):
             raise HalError(f"binding {binding} is descriptor type {kind}, not a buffer")
-        info = mod.VkDescriptorBufferInfo(buffer=buffer.handle, offset=0, range=mod.VK_WHOLE_SIZE)
+        info = mod.VkDescriptorBufferInfo(buffer=buffer.handle, offset=0, range=buffer.nbytes)
         write = mod.VkWriteDescriptorSet(
             dstSet=self.handle, dstBinding=binding, descriptorCount=1, descriptorType=kind, pBufferInfo=[info]
         )

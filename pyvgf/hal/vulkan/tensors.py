@@ -316,15 +316,6 @@ class Buffer:
         """A writable flat uint8 view of the buffer in mapped memory."""
         return self.memory.bytes(self.offset, self.nbytes)
 
-    def write(self, data: np.ndarray | bytes) -> None:
-        raw = np.frombuffer(memoryview(np.ascontiguousarray(data) if isinstance(data, np.ndarray) else data).cast("B"), np.uint8)
-        if raw.size != self.nbytes:
-            raise HalError(f"buffer {self.label}: {raw.size} bytes written, {self.nbytes} expected")
-        self.array()[...] = raw
-
-    def read(self) -> bytes:
-        return self.array().tobytes()
-
     def destroy(self) -> None:
         ctx = self.ctx
         if ctx.device is None:
