@@ -454,6 +454,7 @@ class OpRow:
     counts: Counter = field(default_factory=Counter)
     dtypes: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     causes: Counter = field(default_factory=Counter)
+    examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
 
 
 def tabulate(outcomes: list[Outcome], ops: str | None = None) -> dict[str, OpRow]:
@@ -466,7 +467,9 @@ def tabulate(outcomes: list[Outcome], ops: str | None = None) -> dict[str, OpRow
         row.counts[o.status] += 1
         row.dtypes[o.case.dtypes][o.status] += 1
         if o.status != PASS:
-            row.causes[f"{o.status}: {_cause(o.message)}"] += 1
+            cause = f"{o.status}: {_cause(o.message)}"
+            row.causes[cause] += 1
+            row.examples[cause].append(o.case.name)
     return rows
 
 
@@ -474,6 +477,8 @@ def _cause(message: str) -> str:
     """A failure message with its case-specific parts blanked, to group alike failures."""
     text = message.splitlines()[0] if message else ""
     text = re.sub(r"^<unknown>:\d+: error: ", "model-converter: ", text)
+    text = re.sub(r"\(\d+/\d+ differ, first at .*: got (nan|-?inf), ref (-?[\d.e+-]+)\)",
+                  r"(values differ: pyvgf gives \1 where the reference is finite)", text)
     text = re.sub(r"\(\d+/\d+ differ, first at .*", "(values differ)", text)
     text = re.sub(r"\s*%\d+|\s*\(word \d+\)", "", text)
     text = re.sub(r"<(\d+x)+", "<", text)  # tensor<1x11x9xi1> -> tensor<i1>
@@ -528,7 +533,8 @@ def render(rows: dict[str, OpRow], selection: str) -> str:
         if row.generated == 0:
             lines.append(f"- {op}: the generator made no TOSA 1.0 case with these profiles.")
         for cause, n in row.causes.most_common():
-            lines.append(f"- {op}: {n} × {cause}")
+            cases = ", ".join(f"`{name}`" for name in sorted(row.examples[cause])[:3])
+            lines.append(f"- {op}: {n} × {cause} (e.g. {cases})")
     return "\n".join(lines) + "\n"
 
 
