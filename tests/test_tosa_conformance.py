@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import tosa_conformance as tc  # tools/tosa_conformance.py (tests/conftest.py puts tools/ on sys.path)
 
 
