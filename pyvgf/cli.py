@@ -1,9 +1,10 @@
 """The `pyvgf` command line: one small function per subcommand.
 
-    pyvgf inspect MODEL.vgf [--json] [--dump-spirv N | --dump-constant N -o FILE]
+    pyvgf inspect MODEL.vgf [--json] [--spirv N] [--dump-spirv N | --dump-constant N -o FILE]
     pyvgf run MODEL.vgf --input a.npy --input b.npy --output-dir out/ [--backend cpu]
     pyvgf run MODEL.vgf --random-inputs --seed 0
     pyvgf run --example
+    pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
 """
 
 from __future__ import annotations
@@ -50,6 +51,14 @@ def _inspect(args: argparse.Namespace) -> int:
             else:
                 out.write_bytes(vgf.constants[index].data.tobytes())
         return 0
+    if args.spirv is not None:
+        from .spirv import disassemble
+
+        module = vgf.modules[_checked_index(args.spirv, len(vgf.modules), "module")]
+        if module.code_type != CodeType.SPIRV or module.code is None:
+            raise VGFError(f"module {args.spirv} has no stored SPIR-V code")
+        print(disassemble(module.code))
+        return 0
     if args.json:
         print(json.dumps(to_json(vgf), indent=4, sort_keys=True, ensure_ascii=False))
     else:
@@ -67,6 +76,7 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inspect", help="describe a VGF file (summary, or vgf_dump's JSON)")
     p.add_argument("file", help="the .vgf file")
     p.add_argument("--json", action="store_true", help="print the JSON `vgf_dump -i FILE` prints")
+    p.add_argument("--spirv", type=int, metavar="N", help="print a disassembly of SPIR-V module N")
     p.add_argument("--dump-spirv", type=int, metavar="N", help="write module N's SPIR-V words to -o FILE")
     p.add_argument(
         "--dump-constant", type=int, metavar="N", help="write constant N to -o FILE (.npy: typed array, else raw)"
@@ -178,6 +188,26 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_doctor)
 
 
+BENCH_SUITE = Path(__file__).resolve().parents[1] / "tools" / "bench" / "suite.py"
+
+
+def _bench(args: argparse.Namespace) -> int:
+    """Run the benchmark suite of a source checkout: it needs the test-only tools (Arm's
+    converters and runners, torch), so it lives in tools/bench/ and is not installed. It runs in
+    its own process, so that its --threads reaches BLAS before numpy is imported."""
+    import subprocess
+
+    if not BENCH_SUITE.is_file():
+        raise SystemExit(f"pyvgf bench: the suite is part of the source tree ({BENCH_SUITE} not found)")
+    return subprocess.call([sys.executable, str(BENCH_SUITE), *args.extra])
+
+
+def _add_bench(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bench", add_help=False,
+                       help="benchmark pyvgf against Arm's tools and torch (source checkout; --help for options)")
+    p.set_defaults(func=_bench)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
@@ -185,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     _add_inspect(sub)
     _add_run(sub)
     _add_doctor(sub)
-    args = parser.parse_args(argv)
+    _add_bench(sub)
+    args, args.extra = parser.parse_known_args(argv)
+    if args.extra and args.command != "bench":
+        parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
     try:
         return args.func(args)
     except (VGFError, ValueError, OSError) as exc:

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
-
 from fixtures import tosa_from_mlir
+
 from pyvgf.format import Format, numpy_dtype
 from pyvgf.hal.vulkan.layers import emulation_layer_env
 
@@ -155,7 +155,7 @@ def _tool(name: str) -> str:
 
 def _run(cmd: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     proc = subprocess.run(
-        cmd, capture_output=True, text=True, env=env, timeout=SCENARIO_TIMEOUT_S
+        cmd, check=False, capture_output=True, text=True, env=env, timeout=SCENARIO_TIMEOUT_S
     )
     if proc.returncode != 0:
         raise ReferenceError(
@@ -217,6 +217,66 @@ def vgf_io(vgf_path: str | Path) -> tuple[list[TensorSpec], list[TensorSpec]]:
         return _specs(_template(Path(vgf_path).resolve(), Path(tmp)))
 
 
+def scenario_prepare(vgf_path: str | Path, inputs: list[np.ndarray], work: Path) -> tuple[Path, list[tuple[Path, TensorSpec]]]:
+    """Write the inputs and a filled-in scenario for `vgf_path` into folder `work`.
+
+    Returns the scenario JSON and, for each output in model-sequence order, the .npy path that
+    scenario_runner writes and its spec. Run it with `scenario_command(scenario_json, work)`.
+    """
+    vgf_path = Path(vgf_path).resolve()
+    scenario = _template(vgf_path, work)
+    in_specs, out_specs = _specs(scenario)
+    if len(in_specs) != len(inputs):
+        raise ReferenceError(f"{vgf_path.name} takes {len(in_specs)} inputs, {len(inputs)} given")
+    paths = {}
+    for spec, value in zip(in_specs, inputs):
+        array = np.asarray(value)
+        if array.shape != spec.shape and array.size != int(np.prod(spec.shape)):
+            raise ReferenceError(
+                f"input {spec.index}: {array.shape} given, the VGF declares {list(spec.shape)}"
+            )
+        path = paths[spec.path_marker] = work / f"input_{spec.index}.npy"
+        np.save(path, np.ascontiguousarray(array.astype(spec.dtype, copy=False)).reshape(spec.shape))
+    for spec in out_specs:
+        paths[spec.path_marker] = work / f"output_{spec.index}.npy"
+    for resource in scenario["resources"]:
+        if "graph" in resource:
+            resource["graph"]["src"] = str(vgf_path)
+        tensor = resource.get("tensor", {})
+        for key in ("src", "dst"):
+            if tensor.get(key) in paths:
+                tensor[key] = str(paths[tensor[key]])
+    for command in scenario["commands"]:
+        for body in command.values():
+            if isinstance(body, dict):
+                body.pop("shader_substitutions", None)
+    scenario_json = work / "scenario.json"
+    scenario_json.write_text(json.dumps(scenario, indent=1))
+    return scenario_json, [(paths[spec.path_marker], spec) for spec in out_specs]
+
+
+def scenario_command(scenario_json: Path, work: Path, *extra: str) -> tuple[list[str], dict[str, str]]:
+    """The scenario_runner command line and environment (emulation layer arranged) for a scenario."""
+    cmd = [_tool("scenario_runner"), "--scenario", str(scenario_json), "--output", str(work), *extra]
+    return cmd, {**os.environ, **emulation_layer_env()}
+
+
+def scenario_outputs(outputs: list[tuple[Path, TensorSpec]]) -> list[np.ndarray]:
+    """Read back what scenario_runner wrote, with the dtype and shape the VGF declares."""
+    results = []
+    for path, spec in outputs:
+        array = np.load(path)
+        if array.dtype != spec.dtype:
+            if array.itemsize != spec.dtype.itemsize:
+                raise ReferenceError(
+                    f"output {spec.index}: scenario_runner wrote {array.dtype}, "
+                    f"the VGF declares {spec.dtype}"
+                )
+            array = array.view(spec.dtype)
+        results.append(array.reshape(spec.shape))
+    return results
+
+
 def scenario_run(vgf_path: str | Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
     """Run a VGF through `scenario_runner` on Vulkan with the ML emulation layer.
 
@@ -224,51 +284,8 @@ def scenario_run(vgf_path: str | Path, inputs: list[np.ndarray]) -> list[np.ndar
     each is cast to the dtype the VGF declares. Returns the outputs in model-sequence order, with
     the dtype and shape of the VGF's output tensors.
     """
-    vgf_path = Path(vgf_path).resolve()
     with tempfile.TemporaryDirectory(prefix="pyvgf-scenario-") as tmp:
         work = Path(tmp)
-        scenario = _template(vgf_path, work)
-        in_specs, out_specs = _specs(scenario)
-        if len(in_specs) != len(inputs):
-            raise ReferenceError(f"{vgf_path.name} takes {len(in_specs)} inputs, {len(inputs)} given")
-        paths = {}
-        for spec, value in zip(in_specs, inputs):
-            array = np.asarray(value)
-            if array.shape != spec.shape and array.size != int(np.prod(spec.shape)):
-                raise ReferenceError(
-                    f"input {spec.index}: {array.shape} given, the VGF declares {list(spec.shape)}"
-                )
-            path = paths[spec.path_marker] = work / f"input_{spec.index}.npy"
-            np.save(path, np.ascontiguousarray(array.astype(spec.dtype, copy=False)).reshape(spec.shape))
-        for spec in out_specs:
-            paths[spec.path_marker] = work / f"output_{spec.index}.npy"
-        for resource in scenario["resources"]:
-            if "graph" in resource:
-                resource["graph"]["src"] = str(vgf_path)
-            tensor = resource.get("tensor", {})
-            for key in ("src", "dst"):
-                if tensor.get(key) in paths:
-                    tensor[key] = str(paths[tensor[key]])
-        for command in scenario["commands"]:
-            for body in command.values():
-                if isinstance(body, dict):
-                    body.pop("shader_substitutions", None)
-        scenario_json = work / "scenario.json"
-        scenario_json.write_text(json.dumps(scenario, indent=1))
-        env = {**os.environ, **emulation_layer_env()}
-        _run(
-            [_tool("scenario_runner"), "--scenario", str(scenario_json), "--output", str(work)],
-            env=env,
-        )
-        results = []
-        for spec in out_specs:
-            array = np.load(paths[spec.path_marker])
-            if array.dtype != spec.dtype:
-                if array.itemsize != spec.dtype.itemsize:
-                    raise ReferenceError(
-                        f"output {spec.index}: scenario_runner wrote {array.dtype}, "
-                        f"the VGF declares {spec.dtype}"
-                    )
-                array = array.view(spec.dtype)
-            results.append(array.reshape(spec.shape))
-        return results
+        scenario_json, outputs = scenario_prepare(vgf_path, inputs, work)
+        _run(*scenario_command(scenario_json, work))
+        return scenario_outputs(outputs)

@@ -1,0 +1,405 @@
+"""The pyvgf benchmark suite: every executor on every model, in one run on one machine.
+
+    python tools/bench/suite.py [--models M ...] [--backends B ...] [--json out.json]
+    python -m pyvgf bench ...                      # the same, from a source checkout
+
+Executors (--backends):
+    pyvgf-cpu             pyvgf.load(vgf).run on numpy
+    pyvgf-vulkan          pyvgf.load(vgf, backend="vulkan") (lavapipe + the ML emulation layer here)
+    scenario_runner       Arm's scenario_runner + emulation layer: cold (one process, --repeat 1) and
+                          steady state (--repeat N: wall time per extra repeat, and the dispatch
+                          time it profiles for each iteration after the first)
+    tosa_reference_model  the TOSA reference model, in process, on the TOSA FlatBuffer
+    torch                 the same network in PyTorch eager with the same weights (--torch-device)
+
+Models come from tools/bench/models.py (TOSA MLIR converted by model-converter, cached in
+.cache/fixtures), or from --models-dir DIR holding NAME.vgf, NAME.tosa (optional) and NAME.npz
+as written by --export DIR: a machine without model-converter runs the suite from those files.
+Correctness is checked in the same run: pyvgf cpu against torch (fp32: close) and against
+tosa_reference_model (fp32 close, int8 bit-exact), the other executors against pyvgf cpu.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+BACKENDS = ["pyvgf-cpu", "pyvgf-vulkan", "scenario_runner", "tosa_reference_model", "torch"]
+ONE_OP = "add_one_op"
+MODELS = ["mobilenet_v2_fp32", "mobilenet_v2_int8", "transformer_fp32", "conv2d_large_fp32", ONE_OP]
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="pyvgf bench", description=__doc__.split("\n")[0])
+    p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS, metavar="NAME",
+                   help=f"models to run (default: all): {', '.join(MODELS)}")
+    p.add_argument("--backends", nargs="+", default=BACKENDS, choices=BACKENDS, metavar="B",
+                   help=f"executors to time (default: all): {', '.join(BACKENDS)}")
+    p.add_argument("--repeat", type=int, default=10, help="timed runs per executor (after one warm-up)")
+    p.add_argument("--vulkan-repeat", type=int, default=3, help="timed pyvgf-vulkan runs (lavapipe is slow)")
+    p.add_argument("--scenario-repeat", type=int, default=5, help="scenario_runner --repeat N for steady state")
+    p.add_argument("--reference-repeat", type=int, default=3, help="timed tosa_reference_model runs")
+    p.add_argument("--threads", type=int, default=0,
+                   help="BLAS and torch CPU threads (0: each library's default)")
+    p.add_argument("--torch-device", default="cpu", help="torch device: cpu or cuda")
+    p.add_argument("--models-dir", type=Path, help="use prebuilt NAME.vgf/.tosa/.npz from DIR")
+    p.add_argument("--export", type=Path, metavar="DIR", help="write NAME.vgf/.tosa/.npz into DIR and exit")
+    p.add_argument("--json", type=Path, metavar="FILE", help="write every measurement as JSON")
+    return p.parse_args(argv)
+
+
+# -- models -----------------------------------------------------------------------------------
+
+@dataclass
+class BenchModel:
+    """A model ready to time: its VGF, TOSA FlatBuffer, inputs, and its torch twin's recipe."""
+
+    name: str
+    vgf: Path
+    tosa: Path | None
+    inputs: list
+    torch_net: str | None
+    weights: dict = field(default_factory=dict)
+    torch_inputs: list = field(default_factory=list)
+    exact: bool = False
+
+
+def _one_op_mlir() -> str:
+    return (ROOT / "tests" / "models" / "add_f32.mlir").read_text()
+
+
+def build(name: str) -> BenchModel:
+    """Generate `name` (cached): TOSA MLIR -> model-converter -> VGF and TOSA FlatBuffer."""
+    import numpy as np
+    from fixtures import tosa_from_mlir, vgf_from_mlir
+    from models import network
+
+    if name == ONE_OP:
+        mlir = _one_op_mlir()
+        x = np.random.default_rng(0).standard_normal((1, 4, 4, 8)).astype(np.float32)
+        return BenchModel(name, vgf_from_mlir(mlir), tosa_from_mlir(mlir), [x, x], None)
+    net = network(name)
+    return BenchModel(name, vgf_from_mlir(net.mlir), tosa_from_mlir(net.mlir), net.inputs,
+                      net.torch_net, net.weights, net.torch_inputs, net.exact)
+
+
+def export(model: BenchModel, folder: Path) -> None:
+    """Write NAME.vgf, NAME.tosa and NAME.npz (inputs, torch twin's weights and inputs, recipe)."""
+    import numpy as np
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{model.name}.vgf").write_bytes(model.vgf.read_bytes())
+    if model.tosa is not None:
+        (folder / f"{model.name}.tosa").write_bytes(model.tosa.read_bytes())
+    arrays = {f"input_{i}": x for i, x in enumerate(model.inputs)}
+    arrays |= {f"torch_input_{i}": x for i, x in enumerate(model.torch_inputs)}
+    arrays |= {f"weight:{k}": v for k, v in model.weights.items()}
+    meta = {"torch_net": model.torch_net, "exact": model.exact}
+    np.savez(folder / f"{model.name}.npz", meta=np.array(json.dumps(meta)), **arrays)
+
+
+def load_exported(name: str, folder: Path) -> BenchModel:
+    """A model written by `export`."""
+    import numpy as np
+
+    with np.load(folder / f"{name}.npz") as data:
+        meta = json.loads(str(data["meta"]))
+
+        def ordered(prefix: str) -> list:
+            keys = sorted((k for k in data.files if k.startswith(prefix)), key=lambda k: int(k[len(prefix):]))
+            return [data[k] for k in keys]
+
+        weights = {k.removeprefix("weight:"): data[k] for k in data.files if k.startswith("weight:")}
+        inputs, torch_inputs = ordered("input_"), ordered("torch_input_")
+    tosa = folder / f"{name}.tosa"
+    return BenchModel(name, folder / f"{name}.vgf", tosa if tosa.exists() else None, inputs,
+                      meta["torch_net"], weights, torch_inputs, meta["exact"])
+
+
+# -- timing -----------------------------------------------------------------------------------
+
+@dataclass
+class Timing:
+    """Seconds of repeated runs: median and spread."""
+
+    samples: list[float]
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.samples)
+
+    def as_json(self) -> dict:
+        return {"median_s": self.median, "min_s": min(self.samples), "max_s": max(self.samples),
+                "n": len(self.samples), "samples_s": self.samples}
+
+    def __str__(self) -> str:
+        return f"{_ms(self.median)} [{_ms(min(self.samples))}..{_ms(max(self.samples))}] n={len(self.samples)}"
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1e3
+    if ms >= 100:
+        return f"{ms:.0f} ms"
+    return f"{ms:.3g} ms" if ms >= 0.1 else f"{ms * 1e3:.3g} us"
+
+
+def timed(fn: Callable[[], object], repeat: int) -> tuple[Timing, object]:
+    """Time `repeat` calls of fn after one warm-up call; returns the timing and the last result."""
+    result = fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        result = fn()
+        samples.append(time.perf_counter() - start)
+    return Timing(samples), result
+
+
+# -- executors --------------------------------------------------------------------------------
+
+_COLD = r"""
+import json, sys, time
+t0 = time.perf_counter()
+import numpy as np, pyvgf
+t1 = time.perf_counter()
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+inputs = [np.load(p) for p in sys.argv[3:]]
+r0 = rss(); t2 = time.perf_counter()
+model = pyvgf.load(sys.argv[1], backend=sys.argv[2])
+t3 = time.perf_counter(); r1 = rss()
+model.run(inputs)
+t4 = time.perf_counter(); r2 = rss()
+print(json.dumps({"import_s": t1 - t0, "load_s": t3 - t2, "first_run_s": t4 - t3,
+                  "rss_load_bytes": r1 - r0, "rss_first_run_bytes": r2 - r1}))
+"""
+
+
+def pyvgf_cold(model: BenchModel, backend: str, work: Path) -> dict:
+    """A fresh process: import, pyvgf.load, first run (time) and resident memory growth."""
+    import numpy as np
+
+    paths = []
+    for i, x in enumerate(model.inputs):
+        paths.append(str(work / f"{model.name}_in{i}.npy"))
+        np.save(paths[-1], x)
+    proc = subprocess.run([sys.executable, "-c", _COLD, str(model.vgf), backend, *paths],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"cold pyvgf run failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def pyvgf_steady(model: BenchModel, backend: str, repeat: int) -> tuple[Timing, list]:
+    import pyvgf
+
+    with pyvgf.load(model.vgf, backend=backend) as m:
+        return timed(lambda: m.run(model.inputs), repeat)
+
+
+def scenario(model: BenchModel, repeat: int, work: Path) -> dict:
+    """scenario_runner cold (--repeat 1, whole process) and steady state (--repeat 1+N)."""
+    from references import scenario_command, scenario_outputs, scenario_prepare
+
+    scenario_json, outputs = scenario_prepare(model.vgf, model.inputs, work)
+
+    def process(n: int, profile: Path | None = None) -> float:
+        extra = ["--repeat", str(n)] + (["--profiling-dump-path", str(profile)] if profile else [])
+        cmd, env = scenario_command(scenario_json, work, *extra)
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+        wall = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise RuntimeError(f"scenario_runner failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
+        return wall
+
+    cold = process(1)
+    result = scenario_outputs(outputs)
+    profile = work / "profile.json"
+    repeated = process(1 + repeat, profile)
+    per_iteration: dict[int, float] = {}
+    for stamp in json.loads(profile.read_text()).get("Timestamps", []):
+        it = stamp["Iteration"]
+        per_iteration[it] = per_iteration.get(it, 0.0) + stamp["Time for command [ms]"] / 1e3
+    dispatch = [t for it, t in sorted(per_iteration.items()) if it >= 1]
+    return {"cold": Timing([cold]), "wall_per_repeat": Timing([(repeated - cold) / repeat]),
+            "dispatch": Timing(dispatch) if dispatch else None, "outputs": result}
+
+
+def reference(model: BenchModel, repeat: int) -> tuple[Timing, list]:
+    import tosa_reference_model
+
+    flatbuffer = model.tosa.read_bytes()
+
+    def run() -> list:
+        outputs, status = tosa_reference_model.run(flatbuffer, model.inputs)
+        if status != tosa_reference_model.GraphStatus.TOSA_VALID:
+            raise RuntimeError(f"tosa_reference_model: {status}")
+        return outputs
+
+    return timed(run, repeat)
+
+
+def torch_steady(model: BenchModel, device: str, repeat: int) -> tuple[Timing, object]:
+    import torch
+    from models import TORCH_NETS
+
+    forward = TORCH_NETS[model.torch_net](model.weights, device)
+    inputs = [torch.from_numpy(x).to(device) for x in model.torch_inputs]
+
+    def run():
+        with torch.no_grad():
+            out = forward(*inputs)
+        if device != "cpu":
+            torch.cuda.synchronize()
+        return out
+
+    timing, out = timed(run, repeat)
+    return timing, out.cpu().numpy()
+
+
+# -- checks -----------------------------------------------------------------------------------
+
+def compare(got, want, exact: bool) -> dict:
+    """How close `got` is to `want`: bit-exact for int models, relative max error for floats."""
+    import numpy as np
+
+    got, want = np.asarray(got), np.asarray(want)
+    if got.shape != want.shape and got.size == want.size:
+        want = want.reshape(got.shape)
+    if exact:
+        diff = int(np.count_nonzero(got != want))
+        return {"ok": diff == 0, "mismatches": diff, "max_abs_diff": int(np.abs(got.astype(np.int64) - want).max())}
+    scale = float(np.abs(want).max()) or 1.0
+    err = float(np.abs(got.astype(np.float64) - want).max()) / scale
+    return {"ok": err <= 1e-4, "max_rel_err": err}
+
+
+# -- the run ----------------------------------------------------------------------------------
+
+def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
+    res: dict = {"model": model.name, "timings": {}, "checks": {}, "cold": {}}
+    t = res["timings"]
+    outputs: dict[str, object] = {}
+    backends = args.backends
+    for backend in ("cpu", "vulkan"):
+        key = f"pyvgf-{backend}"
+        if key in backends:
+            res["cold"][key] = pyvgf_cold(model, backend, work)
+            t[key], out = pyvgf_steady(model, backend, args.repeat if backend == "cpu" else args.vulkan_repeat)
+            outputs[key] = out[0]
+            print(f"  {key:22s} {t[key]}   cold: " + ", ".join(
+                f"{k} {_ms(v)}" for k, v in res["cold"][key].items() if k.endswith("_s")), flush=True)
+    if "scenario_runner" in backends:
+        s = scenario(model, args.scenario_repeat, work)
+        t["scenario_runner-cold"], t["scenario_runner-wall"] = s["cold"], s["wall_per_repeat"]
+        t["scenario_runner"] = s["dispatch"] or s["wall_per_repeat"]
+        outputs["scenario_runner"] = s["outputs"][0]
+        print(f"  {'scenario_runner':22s} {t['scenario_runner']} per profiled dispatch; wall per repeat"
+              f" {_ms(t['scenario_runner-wall'].median)}; cold {_ms(t['scenario_runner-cold'].median)}", flush=True)
+    if "tosa_reference_model" in backends and model.tosa is not None:
+        t["tosa_reference_model"], out = reference(model, args.reference_repeat)
+        outputs["tosa_reference_model"] = out[0]
+        print(f"  {'tosa_reference_model':22s} {t['tosa_reference_model']}", flush=True)
+    if "torch" in backends and model.torch_net is not None:
+        t["torch"], outputs["torch"] = torch_steady(model, args.torch_device, args.repeat)
+        print(f"  {'torch ' + args.torch_device:22s} {t['torch']}", flush=True)
+    base = "pyvgf-cpu" if "pyvgf-cpu" in outputs else next(iter(outputs), None)
+    for other, out in outputs.items():
+        if other == base:
+            continue
+        exact = model.exact and other != "torch"
+        if other == "torch" and model.exact:
+            continue  # an int8 model's torch twin is the fp32 network: timed, not compared
+        res["checks"][f"{base} vs {other}"] = check = compare(outputs[base], out, exact)
+        print(f"  check {base} vs {other}: {check}", flush=True)
+    return res
+
+
+def ratios(results: dict[str, dict]) -> list[tuple[str, float, str]]:
+    """(what, value, target) of the project's performance targets, from one run's medians."""
+    rows = []
+
+    def med(model: str, key: str) -> float | None:
+        timing = results.get(model, {}).get("timings", {}).get(key)
+        return timing.median if timing else None
+
+    def add(what: str, num: float | None, den: float | None, target: str) -> None:
+        if num is not None and den is not None and den > 0:
+            rows.append((what, num / den, target))
+
+    mnv2, int8 = "mobilenet_v2_fp32", "mobilenet_v2_int8"
+    add("MobileNetV2 fp32: pyvgf cpu / torch", med(mnv2, "pyvgf-cpu"), med(mnv2, "torch"), "<= 1.5")
+    add("MobileNetV2 int8: pyvgf cpu / torch fp32", med(int8, "pyvgf-cpu"), med(int8, "torch"), "<= 3")
+    for name in results:
+        add(f"{name}: scenario_runner / pyvgf cpu", med(name, "scenario_runner"), med(name, "pyvgf-cpu"), ">= 50")
+        add(f"{name}: tosa_reference_model / pyvgf cpu", med(name, "tosa_reference_model"),
+            med(name, "pyvgf-cpu"), ">= 15")
+        add(f"{name}: pyvgf vulkan / scenario_runner", med(name, "pyvgf-vulkan"), med(name, "scenario_runner"), "<= 1.1")
+        add(f"{name}: pyvgf cpu / torch", med(name, "pyvgf-cpu"), med(name, "torch"), "")
+    cold = results.get(mnv2, {}).get("cold", {}).get("pyvgf-cpu")
+    if cold:
+        rows.append(("MobileNetV2 fp32: pyvgf load + first run [s]", cold["load_s"] + cold["first_run_s"], "< 1"))
+    for backend in ("pyvgf-cpu", "pyvgf-vulkan"):
+        one = med(ONE_OP, backend)
+        if one is not None:
+            rows.append((f"one-op model: {backend} per run [us]", one * 1e6, "< 100" if backend == "pyvgf-vulkan" else ""))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tools" / "bench")]
+    args = _parse(argv)
+    if args.threads:
+        # BLAS reads its thread count when numpy is first imported, so set it before that.
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ[var] = str(args.threads)
+    if "torch" in args.backends:
+        import torch
+
+        if args.threads:
+            torch.set_num_threads(args.threads)
+    results: dict[str, dict] = {}
+    with tempfile.TemporaryDirectory(prefix="pyvgf-bench-") as tmp:
+        for name in args.models:
+            model = load_exported(name, args.models_dir) if args.models_dir else build(name)
+            if args.export:
+                export(model, args.export)
+                print(f"wrote {args.export / name}.vgf/.tosa/.npz")
+                continue
+            print(f"{name}  ({model.vgf.stat().st_size / 1e6:.1f} MB VGF)", flush=True)
+            work = Path(tmp) / name
+            work.mkdir()
+            results[name] = run_model(model, args, work)
+    if args.export:
+        return 0
+    rows = ratios(results)
+    print("\nratios (medians of this run)")
+    for what, value, target in rows:
+        print(f"  {what:60s} {value:10.3g}   target {target or '-'}")
+    if args.json:
+        doc = {"machine": {"cpus": os.cpu_count(), "threads": args.threads, "torch_device": args.torch_device,
+                           "load_average": os.getloadavg()},
+               "models": {n: {**r, "timings": {k: v.as_json() for k, v in r["timings"].items()}}
+                          for n, r in results.items()},
+               "ratios": [{"what": w, "value": v, "target": tg} for w, v, tg in rows]}
+        args.json.write_text(json.dumps(doc, indent=1, default=str))
+        print(f"wrote {args.json}")
+    failed = [f"{n}: {c}" for n, r in results.items() for c, v in r["checks"].items() if not v["ok"]]
+    for line in failed:
+        print(f"CHECK FAILED {line}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
