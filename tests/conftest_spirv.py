@@ -18,16 +18,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 
 import fixtures  # noqa: E402  (tools/fixtures.py)
+from conftest import REAL_MODELS  # noqa: E402,F401  (re-exported to the spirv tests)
 
 SPIRV_MODELS = sorted(p.stem for p in fixtures.MODELS.glob("spirv_*.mlir"))
-# ../shared in the main checkout; a worktree at /work/wt/NAME finds it two levels up.
-REAL = next(
-    (p / "shared" / "fixtures" / "real" for p in (ROOT, ROOT.parent, ROOT.parent.parent) if (p / "shared" / "fixtures" / "real").is_dir()),
-    ROOT.parent / "shared" / "fixtures" / "real",
-)
-REAL_MODELS = {"mobilenet_v2": REAL / "mobilenet_v2_int8.vgf", "vww4": REAL / "vww4_int8.vgf"}
-
-
 @functools.cache
 def spirv_words(vgf: Path, index: int = 0) -> np.ndarray:
     """Module `index` of a VGF file as uint32 words, dumped by vgf_dump (cached by content)."""

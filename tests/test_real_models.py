@@ -18,20 +18,6 @@ import tosa_conformance  # tools/tosa_conformance.py: run_vgf, pyvgf's parts cal
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "real-models"
 SEEDS = (0, 1)
-MODELS = {"mobilenet_v2": "mobilenet_v2_int8.vgf", "vww4": "vww4_int8.vgf"}
-
-
-@pytest.fixture(scope="module", params=sorted(MODELS))
-def real_model(request) -> Path:
-    """Each real int8 model of shared/fixtures/real/, found beside the checkout or above it
-    (a git worktree sits one level deeper than the main checkout). Never modified."""
-    for parent in ROOT.parents:
-        path = parent / "shared" / "fixtures" / "real" / MODELS[request.param]
-        if path.exists():
-            return path
-    pytest.fail(f"{MODELS[request.param]} not found in shared/fixtures/real/ above {ROOT}")
-
-
 def _inputs(vgf: Path, seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     specs, _ = references.vgf_io(vgf)

@@ -8,7 +8,7 @@ import subprocess
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, SPIRV_MODELS, find, fixtures, inst, model_words, spirv_words, splice
+from conftest_spirv import REAL_MODELS, SPIRV_MODELS, fixtures, inst, model_words, spirv_words, splice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 

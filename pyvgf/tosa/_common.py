@@ -51,6 +51,10 @@ def dtype_name(dtype: np.dtype) -> str:
     return _NAMES.get(np.dtype(dtype), str(dtype))
 
 
+def is_float(dtype: np.dtype) -> bool:
+    return np.dtype(dtype) in (*FLOATS, *FP8)
+
+
 def int_min(dtype: np.dtype) -> int:
     return -(1 << 47) if np.dtype(dtype) == I48 else int(np.iinfo(dtype).min)
 
