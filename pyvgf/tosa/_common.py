@@ -194,9 +194,13 @@ def saturate(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
 
 def float_op(fn: Callable[..., np.ndarray], out_dtype: np.dtype, *inputs: np.ndarray) -> np.ndarray:
     """Compute `fn` in fp32 for fp16/bf16/fp32 inputs and round once to `out_dtype`."""
-    args = [np.asarray(x).astype(np.float32) for x in inputs]
+    args = [np.asarray(x).astype(np.float32, copy=False) for x in inputs]
     with np.errstate(all="ignore"):
-        return np.asarray(fn(*args)).astype(np.float32).astype(out_dtype)
+        out = np.asarray(fn(*args)).astype(np.float32, copy=False)
+    if out.dtype != out_dtype:
+        return out.astype(out_dtype)
+    # fp32 in and out: no conversions; only a result that is not freshly made gets copied.
+    return out if out.flags.owndata and not any(out is a for a in args) else out.copy()
 
 
 def apply_scale_32(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,

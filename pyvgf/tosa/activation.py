@@ -42,8 +42,15 @@ def clamp(*, min_val: float | int, max_val: float | int, nan_mode: int,
           input: np.ndarray) -> np.ndarray:  # noqa: A002  (spec name)
     if input.dtype in FLOATS:
         if nan_mode == NAN_PROPAGATE:
-            return float_op(lambda x: np.minimum(np.maximum(x, min_val), max_val), input.dtype, input)
-        return float_op(lambda x: np.fmin(np.fmax(x, min_val), max_val), input.dtype, input)
+            low, high = np.maximum, np.minimum
+        else:
+            low, high = np.fmax, np.fmin
+
+        def clip(x: np.ndarray) -> np.ndarray:
+            out = low(x, min_val)
+            return high(out, max_val, out=out)
+
+        return float_op(clip, input.dtype, input)
     return saturate(np.clip(input.astype(np.int64), min_val, max_val), input.dtype)
 
 
