@@ -91,21 +91,28 @@ def rescale(*, scale32: bool, rounding_mode: int, per_channel: bool, input_unsig
 def _rescale_signed32(input: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,  # noqa: A002
                       per_channel: bool, input_zp: int, output_zp: int,
                       out_dtype: np.dtype) -> np.ndarray:
-    """RESCALE's common case (scale32, single rounding, signed), in place on one int64 buffer:
-    the same arithmetic as the general path, without its temporaries."""
+    """RESCALE's common case (scale32, single rounding, signed) in few passes over one int64
+    buffer, exactly the general path's arithmetic: with v = input and per-channel m, s,
+
+        (((v - izp) * m + 2**(s-1)) >> s) + ozp  ==  (v * m + (2**(s-1) - izp * m + ozp * 2**s)) >> s
+
+    (an arithmetic shift is a floor division, so whole multiples of 2**s pass through it), and
+    the int32 wrap of the sum is the wrap of its parts. ozp * 2**s joins the addend only where
+    it cannot overflow int64."""
     mult = np.asarray(multiplier, dtype=np.int64).reshape(-1)
     shifts = np.asarray(shift, dtype=np.int64).reshape(-1)
     if not per_channel:
         mult, shifts = mult[:1], shifts[:1]
-    value = input.astype(np.int64)
-    if input_zp:
-        value -= input_zp
-    value *= mult
-    value += np.left_shift(np.int64(1), shifts - 1)
+    addend = np.left_shift(np.int64(1), shifts - 1) - input_zp * mult
+    fold = abs(output_zp).bit_length() + int(shifts.max(initial=0)) <= 60
+    if fold:
+        addend += np.left_shift(np.int64(output_zp), shifts)
+    value = np.multiply(input, mult, dtype=np.int64)
+    value += addend
     value >>= shifts
-    scaled = value.astype(I32)  # apply_scale_32's result and the zero point add wrap as int32
-    if output_zp:
-        scaled += np.int32(output_zp)
+    if not fold:
+        value += output_zp
+    scaled = value.astype(I32)
     if out_dtype == I32:
         return scaled
     return np.clip(scaled, int_min(out_dtype), int_max(out_dtype), out=scaled).astype(out_dtype)
