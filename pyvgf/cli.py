@@ -1,6 +1,6 @@
 """The `pyvgf` command line: one small function per subcommand.
 
-    pyvgf inspect MODEL.vgf [--json] [--dump-spirv N | --dump-constant N -o FILE]
+    pyvgf inspect MODEL.vgf [--json] [--spirv N] [--dump-spirv N | --dump-constant N -o FILE]
     pyvgf run MODEL.vgf --input a.npy --input b.npy --output-dir out/ [--backend cpu]
     pyvgf run MODEL.vgf --random-inputs --seed 0
     pyvgf run --example
@@ -51,6 +51,14 @@ def _inspect(args: argparse.Namespace) -> int:
             else:
                 out.write_bytes(vgf.constants[index].data.tobytes())
         return 0
+    if args.spirv is not None:
+        from .spirv import disassemble
+
+        module = vgf.modules[_checked_index(args.spirv, len(vgf.modules), "module")]
+        if module.code_type != CodeType.SPIRV or module.code is None:
+            raise VGFError(f"module {args.spirv} has no stored SPIR-V code")
+        print(disassemble(module.code))
+        return 0
     if args.json:
         print(json.dumps(to_json(vgf), indent=4, sort_keys=True, ensure_ascii=False))
     else:
@@ -68,6 +76,7 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("inspect", help="describe a VGF file (summary, or vgf_dump's JSON)")
     p.add_argument("file", help="the .vgf file")
     p.add_argument("--json", action="store_true", help="print the JSON `vgf_dump -i FILE` prints")
+    p.add_argument("--spirv", type=int, metavar="N", help="print a disassembly of SPIR-V module N")
     p.add_argument("--dump-spirv", type=int, metavar="N", help="write module N's SPIR-V words to -o FILE")
     p.add_argument(
         "--dump-constant", type=int, metavar="N", help="write constant N to -o FILE (.npy: typed array, else raw)"

@@ -12,9 +12,11 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from pyvgf.format.model import VGF, Category
+from fixtures import (
+    tool,  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
+)
 
-from fixtures import tool  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
+from pyvgf.format.model import VGF, Category
 
 
 def vgfpy_encode(model: VGF) -> bytes:

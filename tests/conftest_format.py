@@ -7,25 +7,10 @@ import subprocess
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 from pyvgf.format import VGF
 from pyvgf.format.dump import to_json
-
-ROOT = Path(__file__).resolve().parents[1]
-_REAL_DIRS = [p / "shared" / "fixtures" / "real" for p in (ROOT.parent, ROOT.parent.parent)]
-REAL_NAMES = ["mobilenet_v2_int8.vgf", "vww4_int8.vgf"]
-
-
-@pytest.fixture(params=REAL_NAMES)
-def real_model(request) -> Path:
-    """Each real model, found from the main checkout (../shared) or a worktree (../../shared)."""
-    for folder in _REAL_DIRS:
-        if (folder / request.param).exists():
-            return folder / request.param
-    pytest.fail(f"{request.param} not found in {[str(d) for d in _REAL_DIRS]}")
-
 
 FORMAT_MODELS = [
     "format_one_op",

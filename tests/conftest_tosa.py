@@ -3,7 +3,8 @@ run both in pyvgf's op table and in tosa_reference_model, and compared.
 
 A test describes its graph with `Graph`: runtime inputs (`graph.input(array)`), constants
 (`graph.const(array)`, `graph.const_shape(values)`) and one op line written with the names these
-return; `graph.compare(...)` runs both sides and checks the results.
+return; `graph.reference(op_line, result)` runs it in tosa_reference_model, `run_op(...)` runs
+pyvgf's op the way the interpreter calls it, and `assert_same` compares the two.
 """
 
 from __future__ import annotations
@@ -20,13 +21,33 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
 from references import ReferenceUnpredictable, tosa_reference  # noqa: E402
 
 import pyvgf.tosa  # noqa: E402,F401  (fills OPS)
-from pyvgf.tosa._common import (BF16, BOOL, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16,  # noqa: E402
-                                I32, I48)
+from pyvgf.tosa._common import (  # noqa: E402
+    BF16,
+    BOOL,
+    FP8E4M3,
+    FP8E5M2,
+    FP16,
+    FP32,
+    I8,
+    I16,
+    I32,
+    I48,
+)
 from pyvgf.tosa.registry import OPS  # noqa: E402
 from pyvgf.types import TensorType  # noqa: E402
 
-MLIR_NAMES = {BOOL: "i1", I8: "i8", I16: "i16", I32: "i32", I48: "i48", FP16: "f16",
-              BF16: "bf16", FP32: "f32", FP8E4M3: "f8E4M3FN", FP8E5M2: "f8E5M2"}
+MLIR_NAMES = {
+    BOOL: "i1",
+    I8: "i8",
+    I16: "i16",
+    I32: "i32",
+    I48: "i48",
+    FP16: "f16",
+    BF16: "bf16",
+    FP32: "f32",
+    FP8E4M3: "f8E4M3FN",
+    FP8E5M2: "f8E5M2",
+}
 
 
 def mlir_type(dtype: np.dtype, shape: tuple[int, ...]) -> str:
@@ -68,23 +89,29 @@ class Graph:
     def const(self, array: np.ndarray) -> str:
         name = f"%c{len(self.lines)}"
         t = mlir_type(array.dtype, array.shape)
-        self.lines.append(f'{name} = "tosa.const"() <{{values = dense<{_dense(array)}> : {t}}}> : () -> {t}')
+        self.lines.append(
+            f'{name} = "tosa.const"() <{{values = dense<{_dense(array)}> : {t}}}> : () -> {t}'
+        )
         return name
 
     def const_shape(self, values) -> str:
         values = np.asarray(values, dtype=np.int64).reshape(-1)
         name = f"%s{len(self.lines)}"
         n = values.size
-        self.lines.append(f"{name} = tosa.const_shape {{values = dense<{_dense(values)}> : "
-                          f"tensor<{n}xindex>}} : () -> !tosa.shape<{n}>")
+        self.lines.append(
+            f"{name} = tosa.const_shape {{values = dense<{_dense(values)}> : "
+            f"tensor<{n}xindex>}} : () -> !tosa.shape<{n}>"
+        )
         return name
 
     def mlir(self, op_line: str, result: TensorType) -> str:
         rt = mlir_type(result.dtype, result.shape)
         params = ", ".join(f"{n}: {mlir_type(a.dtype, a.shape)}" for n, a in self.args)
         body = "\n    ".join([*self.lines, f"%out = {op_line} -> {rt}"])
-        return (f"module {{\n  func.func @main({params}) -> ({rt}) {{\n    {body}\n"
-                f"    return %out : {rt}\n  }}\n}}\n")
+        return (
+            f"module {{\n  func.func @main({params}) -> ({rt}) {{\n    {body}\n"
+            f"    return %out : {rt}\n  }}\n}}\n"
+        )
 
     def reference(self, op_line: str, result: TensorType) -> np.ndarray:
         """The reference result; hypothesis discards the example when the spec's REQUIREs fail."""
@@ -98,8 +125,14 @@ class Graph:
 def run_op(name: str, result: TensorType, **operands) -> np.ndarray:
     """Plan-check and run one op from pyvgf's table, as the interpreter would."""
     opdef = OPS[name]
-    check_operands = {k: (TensorType(v.dtype, v.shape) if isinstance(v, np.ndarray) and k.startswith(
-        ("input", "values", "indices")) else v) for k, v in operands.items() if k != "result_dtype"}
+    check_operands = {
+        k: (
+            TensorType(v.dtype, v.shape)
+            if isinstance(v, np.ndarray) and k.startswith(("input", "values", "indices"))
+            else v
+        )
+        for k, v in operands.items()
+    }
     if isinstance(operands.get("input1"), list):
         check_operands["input1"] = [TensorType(a.dtype, a.shape) for a in operands["input1"]]
     opdef.check(result, **check_operands)
@@ -116,28 +149,44 @@ def run_op(name: str, result: TensorType, **operands) -> np.ndarray:
 
 def ulps(dtype: np.dtype) -> float:
     return {FP16: 2.0**-10, BF16: 2.0**-7, FP32: 2.0**-23, FP8E4M3: 2.0**-3, FP8E5M2: 2.0**-2}[
-        np.dtype(dtype)]
+        np.dtype(dtype)
+    ]
 
 
-def assert_same(ours: np.ndarray, ref: np.ndarray, *, max_ulps: float = 0.0,
-                abs_tol: float = 0.0) -> None:
-    """Integers and bools exactly; floats within `max_ulps` units in the last place of the
-    reference value (plus `abs_tol`), NaN where the reference has NaN, infinities equal."""
-    assert ours.dtype == ref.dtype and ours.shape == ref.shape, (ours.dtype, ours.shape, ref.dtype, ref.shape)
+def assert_same(
+    ours: np.ndarray, ref: np.ndarray, *, max_ulps: float | np.ndarray = 0.0, abs_tol: float = 0.0
+) -> None:
+    """Integers and bools exactly; floats within `max_ulps` (a number, or an array of the result
+    shape) units in the last place of the reference value (plus `abs_tol`), NaN where the
+    reference has NaN, infinities equal."""
+    assert ours.dtype == ref.dtype and ours.shape == ref.shape, (
+        ours.dtype,
+        ours.shape,
+        ref.dtype,
+        ref.shape,
+    )
     if ours.dtype.kind in "biu":
         np.testing.assert_array_equal(ours, ref)
         return
     a, b = ours.astype(np.float64), ref.astype(np.float64)
-    np.testing.assert_array_equal(np.isnan(a), np.isnan(b), err_msg=f"NaN positions differ\n{a}\n{b}")
+    np.testing.assert_array_equal(
+        np.isnan(a), np.isnan(b), err_msg=f"NaN positions differ\n{a}\n{b}"
+    )
     finite = np.isfinite(b)
     np.testing.assert_array_equal(a[~finite & ~np.isnan(b)], b[~finite & ~np.isnan(b)])
-    scale = np.maximum(np.abs(b[finite]), np.finfo(np.float32).tiny if ours.dtype == FP32 else 2.0**-14)
-    tol = max_ulps * ulps(ours.dtype) * scale + abs_tol
+    scale = np.maximum(
+        np.abs(b[finite]), np.finfo(np.float32).tiny if ours.dtype == FP32 else 2.0**-14
+    )
+    tol = np.broadcast_to(max_ulps, b.shape)[finite] * ulps(ours.dtype) * scale + abs_tol
     bad = ~(np.abs(a[finite] - b[finite]) <= tol)
-    assert not bad.any(), f"{bad.sum()} values differ beyond tolerance:\nours {a[finite][bad][:8]}\nref  {b[finite][bad][:8]}"
+    assert not bad.any(), (
+        f"{bad.sum()} values differ beyond tolerance:\n"
+        f"ours {a[finite][bad][:8]}\nref  {b[finite][bad][:8]}"
+    )
 
 
 # ---------------------------------------------------------------------------- strategies
+
 
 def shapes(min_rank: int = 1, max_rank: int = 4, max_dim: int = 5) -> st.SearchStrategy:
     return st.lists(st.integers(1, max_dim), min_size=min_rank, max_size=max_rank).map(tuple)
@@ -159,15 +208,27 @@ def rng_from(draw) -> np.random.Generator:
     return np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
 
 
-def random_values(rng: np.random.Generator, dtype: np.dtype, shape, *, low=None, high=None,
-                  specials: bool = True, scale: float = 4.0) -> np.ndarray:
+def random_values(
+    rng: np.random.Generator,
+    dtype: np.dtype,
+    shape,
+    *,
+    low=None,
+    high=None,
+    specials: bool = True,
+    scale: float = 4.0,
+) -> np.ndarray:
     """Random tensor values: integers over [low, high] (default: the dtype's range), floats
     normal * scale with some zeros, infinities and NaNs when `specials`."""
     dtype = np.dtype(dtype)
     if dtype == BOOL:
         return np.asarray(rng.random(shape) < 0.5)
     if dtype.kind == "i":
-        info = (-(1 << 47), (1 << 47) - 1) if dtype == I48 else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        info = (
+            (-(1 << 47), (1 << 47) - 1)
+            if dtype == I48
+            else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+        )
         lo = info[0] if low is None else low
         hi = info[1] if high is None else high
         values = rng.integers(lo, hi, size=shape, endpoint=True, dtype=np.int64)

@@ -1,9 +1,9 @@
 """Run one TOSA operator through tosa_reference_model and through pyvgf, for the operator tests.
 
 `Case` describes one operator call: its operands (function inputs or constants), attributes and
-result types. `Case.reference()` writes the one-operator TOSA MLIR graph, converts it with
-model-converter (tools/fixtures.py, cached by text, so data travels as function inputs) and runs
-tosa_reference_model on it; `Case.ours()` runs the plan-time check and the pyvgf operator.
+result types. `Case.reference()` writes the one-operator TOSA MLIR graph and runs it in
+tosa_reference_model (tools/references.py; model-converter's output is cached by text, so data
+travels as function inputs); `Case.ours()` runs the plan-time check and the pyvgf operator.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import fixtures
 import ml_dtypes
 import numpy as np
-import tosa_reference_model
+from references import tosa_reference
 
-import fixtures
 from pyvgf.tosa import OPS
 from pyvgf.types import TensorType
 
@@ -51,30 +51,24 @@ def _literal(array: np.ndarray) -> str:
     return f"dense<{text(array)}> : {tensor_type(array.shape, array.dtype)}"
 
 
-def _to_reference(array: np.ndarray) -> np.ndarray:
-    """tosa_reference_model takes 16/8-bit floats as raw bytes of the same width."""
-    if array.dtype == np.dtype(ml_dtypes.bfloat16):
-        return array.view(np.uint16)
-    if array.dtype in (np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)):
-        return array.view(np.uint8)
-    return array
-
-
-def _reference_cli(flatbuffer: Path, inputs: list[np.ndarray], results: int) -> list[np.ndarray]:
-    """The reference model's command line, which (unlike its Python API) returns int48."""
+def _reference_int48(mlir: str, inputs: list[np.ndarray],
+                     results: list[TensorType]) -> list[np.ndarray]:
+    """tosa_reference_model's command line, which (unlike its Python API that the shared
+    tools/references.py uses) returns int48 results."""
+    flatbuffer = fixtures.tosa_from_mlir(mlir)
     with tempfile.TemporaryDirectory() as tmp:
         ifm = [str(Path(tmp, f"in{i}.npy")) for i in range(len(inputs))]
-        ofm = [str(Path(tmp, f"out{i}.npy")) for i in range(results)]
+        ofm = [str(Path(tmp, f"out{i}.npy")) for i in range(len(results))]
         for path, array in zip(ifm, inputs):
             np.save(path, array)
         proc = subprocess.run(
             [fixtures.tool("tosa_reference_model"), "--tosa_file", str(flatbuffer),
              "--ifm_name", ",".join(f"TosaInput_{i}" for i in range(len(inputs))),
              "--ifm_file", ",".join(ifm),
-             "--ofm_name", ",".join(f"TosaOutput_{i}" for i in range(results)),
-             "--ofm_file", ",".join(ofm)], capture_output=True, text=True)
+             "--ofm_name", ",".join(f"TosaOutput_{i}" for i in range(len(results))),
+             "--ofm_file", ",".join(ofm)], capture_output=True, text=True, check=False)
         assert proc.returncode == 0, proc.stdout + proc.stderr
-        return [np.load(path) for path in ofm]
+        return [np.load(path).astype(r.dtype) for path, r in zip(ofm, results)]
 
 
 @dataclass
@@ -125,16 +119,11 @@ class Case:
                 f"  }}\n}}\n")
 
     def reference(self) -> list[np.ndarray]:
-        flatbuffer = fixtures.tosa_from_mlir(self.mlir())
-        inputs = [_to_reference(np.ascontiguousarray(v)) for n, v in self.operands
+        inputs = [v for n, v in self.operands
                   if not isinstance(v, Shape) and n not in self.constants]
         if any(r.dtype == np.dtype(np.int64) for r in self.results):
-            outputs = _reference_cli(flatbuffer, inputs, len(self.results))
-        else:
-            outputs, status = tosa_reference_model.run(flatbuffer.read_bytes(), inputs)
-            assert status == tosa_reference_model.GraphStatus.TOSA_VALID, (status, self.mlir())
-        return [np.asarray(o).view(r.dtype).reshape(r.shape) if np.asarray(o).dtype != r.dtype
-                else np.asarray(o) for o, r in zip(outputs, self.results)]
+            return _reference_int48(self.mlir(), inputs, self.results)
+        return tosa_reference(self.mlir(), inputs)
 
     def ours(self) -> list[np.ndarray]:
         values = {n: (np.array(v.values, np.int64) if isinstance(v, Shape) else v)

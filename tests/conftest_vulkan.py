@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from pyvgf.errors import HalError
+from pyvgf import hal
 from pyvgf.format.model import VGF, Category, ModuleType, numpy_dtype
 
 
@@ -180,3 +181,29 @@ def ctx_ffi():
     from pyvgf.hal.vulkan._vk import vk
 
     return vk().ffi
+
+
+# -- HAL helpers ------------------------------------------------------------------------------
+
+
+def add_pipeline(device, vgf: VGF):
+    """The add graph of tests/models/add_f32.mlir as a HAL data graph pipeline (3 tensor bindings)."""
+    module = vgf.modules[0]
+    shader = device.create_shader_module(module.code, name=module.name)
+    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR) for b in range(3)])
+    layout = device.create_pipeline_layout([set_layout])
+    desc = device.tensor_description(100, (1, 4, 4, 8))
+    resources = [hal.DataGraphResource(0, b, desc) for b in range(3)]
+    pipeline = device.create_data_graph_pipeline(shader, module.entry_point, layout, resources)
+    return pipeline, layout, set_layout
+
+
+def bound_session(device, pipeline):
+    """A HAL data graph session with memory bound at every bind point object that needs it."""
+    session = device.create_data_graph_session(pipeline)
+    for r in session.bind_point_requirements:
+        for i in range(r.num_objects):
+            req = session.memory_requirements(r.bind_point, i)
+            if req.size:
+                session.bind_memory(device.allocate_memory(req.size), 0, r.bind_point, i)
+    return session

@@ -59,3 +59,8 @@ def test_example_runs(capsys):
     out = capsys.readouterr().out
     assert "example tiny_convnet.vgf on cpu: 2 input(s), 1 output(s)" in out
     assert "out output_0: float32[1, 8, 8, 4]" in out
+
+
+def test_unknown_backend_is_reported(capsys):
+    assert main(["run", "--example", "--backend", "metal"]) == 1
+    assert "pyvgf run: unknown backend 'metal'" in capsys.readouterr().err

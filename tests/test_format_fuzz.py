@@ -8,7 +8,6 @@ import time
 
 import pytest
 
-from conftest_format import real_model  # noqa: F401 (fixture)
 from pyvgf.errors import VGFFormatError
 from pyvgf.format import read
 

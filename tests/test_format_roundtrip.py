@@ -7,7 +7,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest_format import FORMAT_MODELS, real_model, vgf_dump_json, vgf_lib_tool  # noqa: F401 (fixture)
+from conftest_format import FORMAT_MODELS, vgf_dump_json, vgf_lib_tool
 from pyvgf.format import NO_INDEX, CodeType, DescriptorType, ModuleType, read, write
 from pyvgf.format.dump import to_json
 

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import references  # tools/references.py (tests/conftest.py puts tools/ on sys.path)
 import tosa_conformance  # tools/tosa_conformance.py: run_vgf, pyvgf's parts called directly
 

@@ -63,3 +63,16 @@ def test_malformed_modules_raise_spirv_error():
     with pytest.raises(SpirvError) as info:
         disassemble(np.concatenate([words, np.array([0x0003_0015, 1], np.uint32)]))
     assert info.value.word == len(words)
+
+
+def test_inspect_spirv_prints_the_disassembly(vgf_model, capsys):
+    from pyvgf.cli import main
+    from pyvgf.format import read
+
+    path = vgf_model("add_f32")
+    assert main(["inspect", str(path), "--spirv", "0"]) == 0
+    printed = capsys.readouterr().out
+    assert printed == disassemble(read(path).modules[0].code) + "\n"
+    assert "ADD" in printed and "OpGraphARM" in printed
+    assert main(["inspect", str(path), "--spirv", "1"]) == 1
+    assert "module index 1 out of range" in capsys.readouterr().err

@@ -369,3 +369,34 @@ def test_mutated_modules_raise_only_spirv_errors(name, edits):
             fn(data)
         except SpirvError as exc:
             assert exc.word is None or 0 <= exc.word <= len(words)
+
+
+def test_several_entry_points_must_be_named(words):
+    from conftest_spirv import string_words
+
+    entry = instruction(words, "OpGraphEntryPointARM")
+    name = string_words("second")
+    interface = [op.value for op in entry.operands[2:]]
+    second = [(2 + len(name) + len(interface)) << 16 | 4182, entry.num(0), *name, *interface]
+    both = splice(words, entry.offset, 0, second)
+    with pytest.raises(SpirvError, match=r"graph entry points \['second', 'graph_partition_0'\]: name one"):
+        decode_graph(both)
+    assert decode_graph(both, "second").name == "second"
+    assert list(map(repr, decode_graph(both, "graph_partition_0").nodes)) == list(map(repr, decode_graph(words).nodes))
+
+
+def test_interface_count_differs_from_the_graph_type(words):
+    entry = instruction(words, "OpGraphEntryPointARM")
+    count = int(words[entry.offset]) >> 16
+    bad = splice(words, entry.offset, count, [(count - 1) << 16 | 4182, *map(int, words[entry.offset + 1 : entry.offset + count - 1])])
+    graph_error(bad, entry.offset, "1 interface variables for a graph of 1 inputs and 1 outputs")
+
+
+def test_interface_variable_of_another_type(words):
+    entry = instruction(words, "OpGraphEntryPointARM")
+    first, second = entry.num(2), entry.num(3)  # the input and output variables (int32 / int8)
+    bad = words.copy()
+    bad[entry.offset + (int(words[entry.offset]) >> 16) - 1] = first  # the output slot: the input variable
+    var = next(i for i in decode(words).instructions if i.result == first)
+    graph_error(bad, var.offset, f"OpVariable %{first}: type pointer does not point to the graph's tensor type tensor<1x2x2x4 int8>")
+    assert second != first

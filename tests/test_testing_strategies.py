@@ -11,7 +11,15 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pyvgf.build.dtypes import SUPPORTED
-from pyvgf.testing import FAMILIES, GraphCase, assert_backends_agree, graphs, ops, reference_run, tensors
+from pyvgf.testing import (
+    FAMILIES,
+    GraphCase,
+    assert_backends_agree,
+    graphs,
+    ops,
+    reference_run,
+    tensors,
+)
 
 FAST = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -75,23 +83,21 @@ def test_tensors_have_supported_dtypes_and_finite_values(array):
         assert np.isfinite(array.astype(np.float32)).all()
 
 
-def test_every_supported_dtype_can_be_drawn():
-    seen = set()
+@pytest.mark.parametrize("dtype", SUPPORTED, ids=str)
+def test_tensors_of_each_supported_dtype(dtype):
+    @settings(max_examples=5, deadline=None)
+    @given(tensors(dtype, shape=(2, 3)))
+    def check(array):
+        assert array.dtype == dtype and array.shape == (2, 3)
 
-    @settings(max_examples=200, deadline=None)
-    @given(tensors())
-    def collect(array):
-        seen.add(array.dtype)
-
-    collect()
-    assert seen == set(SUPPORTED)
+    check()
 
 
 @settings(max_examples=3, deadline=None)
 @given(ops(["conv2d"]))
 def test_a_case_prints_as_its_mlir(case):
     assert repr(case).endswith(case.to_mlir())
-    assert '"tosa.conv2d"' in repr(case)
+    assert 'conv2d"(%arg0' in repr(case)
 
 
 def test_unknown_family_is_refused():

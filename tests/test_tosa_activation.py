@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest_tosa import (
+    FLOAT_TYPES,
+    FP32,
+    I8,
+    I16,
+    Graph,
+    assert_same,
+    mlir_type,
+    random_values,
+    rng_from,
+    run_op,
+    shapes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest_tosa import (FLOAT_TYPES, FP32, I8, I16, Graph, assert_same, mlir_type,
-                           random_values, rng_from, run_op, shapes)
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
@@ -31,7 +42,9 @@ def _check_activation(op, x):
 @st.composite
 def float_case(draw):
     dtype = draw(st.sampled_from(FLOAT_TYPES))
-    return random_values(rng_from(draw), dtype, draw(shapes(min_rank=0)), scale=draw(st.sampled_from([1.0, 4.0])))
+    return random_values(
+        rng_from(draw), dtype, draw(shapes(min_rank=0)), scale=draw(st.sampled_from([1.0, 4.0]))
+    )
 
 
 @pytest.mark.parametrize("op", sorted(FLOAT_ACTIVATIONS))
@@ -65,8 +78,10 @@ def _check_clamp(x, lo, hi, mode):
     g = Graph()
     xi = g.input(x)
     et = mlir_type(x.dtype, ()).removeprefix("tensor<").removesuffix(">")
-    attr = (f"min_val = {lo} : {et}, max_val = {hi} : {et}, "
-            f"nan_mode = {'PROPAGATE' if mode == 1 else 'IGNORE'}")
+    attr = (
+        f"min_val = {lo} : {et}, max_val = {hi} : {et}, "
+        f"nan_mode = {'PROPAGATE' if mode == 1 else 'IGNORE'}"
+    )
     result = TensorType(x.dtype, x.shape)
     ref = g.reference(f"tosa.clamp {xi} {{{attr}}} : ({mlir_type(x.dtype, x.shape)})", result)
     assert_same(run_op("CLAMP", result, min_val=lo, max_val=hi, nan_mode=mode, input=x), ref)
@@ -89,14 +104,24 @@ def test_erf_values():
     x = np.array([0.0, 0.5, -1.0, 2.0, 3.9, 4.0, -10.0, np.inf, np.nan], FP32)
     out = run_op("ERF", TensorType(FP32, x.shape), input=x)
     import math
+
     expected = [math.erf(v) if not math.isnan(v) else math.nan for v in x.tolist()]
     np.testing.assert_allclose(out, np.array(expected, np.float32), rtol=2e-7, equal_nan=True)
 
 
 def test_clamp_checks():
     with pytest.raises(TosaError, match="min_val 3 must not exceed max_val 2"):
-        run_op("CLAMP", TensorType(I8, (2,)), min_val=3, max_val=2, nan_mode=1, input=np.zeros(2, I8))
+        run_op(
+            "CLAMP", TensorType(I8, (2,)), min_val=3, max_val=2, nan_mode=1, input=np.zeros(2, I8)
+        )
     with pytest.raises(TosaError, match="min_val must be an integer in the range"):
-        run_op("CLAMP", TensorType(I8, (2,)), min_val=-300, max_val=2, nan_mode=1, input=np.zeros(2, I8))
+        run_op(
+            "CLAMP",
+            TensorType(I8, (2,)),
+            min_val=-300,
+            max_val=2,
+            nan_mode=1,
+            input=np.zeros(2, I8),
+        )
     with pytest.raises(TosaError, match="input element type must be one of"):
         run_op("SIGMOID", TensorType(I8, (2,)), input=np.zeros(2, I8))

@@ -8,16 +8,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 import tosa_conformance as tc  # tools/tosa_conformance.py (tests/conftest.py puts tools/ on sys.path)
+
+
+def _by_op(selection: str) -> dict[str, list[tc.Case]]:
+    by_op: dict[str, list[tc.Case]] = {}
+    for case in tc.cases(tc.generate(selection)):
+        by_op.setdefault(case.op, []).append(case)
+    return by_op
 
 
 @pytest.fixture(scope="session")
 def fast_cases() -> dict[str, list[tc.Case]]:
-    by_op: dict[str, list[tc.Case]] = {}
-    for case in tc.cases(tc.generate("fast")):
-        by_op.setdefault(case.op, []).append(case)
-    return by_op
+    return _by_op("fast")
+
+
+@pytest.fixture(scope="session")
+def full_cases() -> dict[str, list[tc.Case]]:
+    return _by_op("full")
 
 
 def _check(op_cases: list[tc.Case], op: str) -> None:
@@ -39,8 +47,8 @@ def test_op_fast(fast_cases: dict[str, list[tc.Case]], op: str) -> None:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("op", tc.tosa_ops())
-def test_op_full(op: str) -> None:
-    _check(tc.cases(tc.generate("full", f"^{op.lower()}$")), op)
+def test_op_full(full_cases: dict[str, list[tc.Case]], op: str) -> None:
+    _check(full_cases.get(op, []), op)
 
 
 def test_tosa_ops_are_the_66_of_the_grammar() -> None:

@@ -4,11 +4,27 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest_tosa import (
+    BF16,
+    BOOL,
+    FP8E4M3,
+    FP8E5M2,
+    FP16,
+    FP32,
+    I8,
+    I16,
+    I32,
+    Graph,
+    assert_same,
+    mlir_type,
+    random_values,
+    rng_from,
+    run_op,
+    shapes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest_tosa import (BF16, BOOL, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, Graph,
-                           assert_same, mlir_type, random_values, rng_from, run_op, shapes)
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
@@ -42,7 +58,9 @@ def layout_case(draw, op):
             parts.append(random_values(rng, x.dtype, tuple(shape)))
         return {"axis": axis, "input1": parts}
     if op == "PAD":
-        padding = np.array(draw(st.lists(st.integers(0, 3), min_size=2 * r, max_size=2 * r)), np.int64)
+        padding = np.array(
+            draw(st.lists(st.integers(0, 3), min_size=2 * r, max_size=2 * r)), np.int64
+        )
         value = random_values(rng_from(draw), x.dtype, (1,), specials=False)
         return {"input1": x, "padding": padding, "pad_const": value}
     if op == "RESHAPE":
@@ -86,13 +104,17 @@ def _result(op, k) -> TensorType:
 def _line(op, g, k) -> str:
     if op == "CONCAT":
         names = [g.input(p) for p in k["input1"]]
-        return (f"tosa.concat {', '.join(names)} {{axis = {k['axis']} : i32}} : "
-                f"({', '.join(_t(p) for p in k['input1'])})")
+        return (
+            f"tosa.concat {', '.join(names)} {{axis = {k['axis']} : i32}} : "
+            f"({', '.join(_t(p) for p in k['input1'])})"
+        )
     x = k["input1"]
     xi = g.input(x)
     if op == "PAD":
         p, c = g.const_shape(k["padding"]), g.const(k["pad_const"])
-        return f"tosa.pad {xi}, {p}, {c} : ({_t(x)}, !tosa.shape<{2 * x.ndim}>, {_t(k['pad_const'])})"
+        return (
+            f"tosa.pad {xi}, {p}, {c} : ({_t(x)}, !tosa.shape<{2 * x.ndim}>, {_t(k['pad_const'])})"
+        )
     if op == "RESHAPE":
         s = g.const_shape(k["shape"])
         return f"tosa.reshape {xi}, {s} : ({_t(x)}, !tosa.shape<{k['shape'].size}>)"
@@ -100,7 +122,9 @@ def _line(op, g, k) -> str:
         return f"tosa.reverse {xi} {{axis = {k['axis']} : i32}} : ({_t(x)})"
     if op == "SLICE":
         a, b = g.const_shape(k["start"]), g.const_shape(k["size"])
-        return f"tosa.slice {xi}, {a}, {b} : ({_t(x)}, !tosa.shape<{x.ndim}>, !tosa.shape<{x.ndim}>)"
+        return (
+            f"tosa.slice {xi}, {a}, {b} : ({_t(x)}, !tosa.shape<{x.ndim}>, !tosa.shape<{x.ndim}>)"
+        )
     if op == "TILE":
         m = g.const_shape(k["multiples"])
         return f"tosa.tile {xi}, {m} : ({_t(x)}, !tosa.shape<{x.ndim}>)"
@@ -136,16 +160,30 @@ def test_layout_matches_reference_many(op, data):
 def test_layout_checks():
     x = np.zeros((2, 3), I8)
     with pytest.raises(TosaError, match=r"start \[1, 2\] \+ size \[2, 1\] exceeds input1 shape"):
-        run_op("SLICE", TensorType(I8, (2, 1)), input1=x, start=np.array([1, 2]), size=np.array([2, 1]))
+        run_op(
+            "SLICE", TensorType(I8, (2, 1)), input1=x, start=np.array([1, 2]), size=np.array([2, 1])
+        )
     with pytest.raises(TosaError, match="perms must be a permutation of 0..1"):
         run_op("TRANSPOSE", TensorType(I8, (3, 2)), perms=np.array([1, 1], np.int32), input1=x)
     with pytest.raises(TosaError, match="padding must hold 4 values"):
-        run_op("PAD", TensorType(I8, (2, 3)), input1=x, padding=np.zeros(2, np.int64),
-               pad_const=np.zeros(1, I8))
+        run_op(
+            "PAD",
+            TensorType(I8, (2, 3)),
+            input1=x,
+            padding=np.zeros(2, np.int64),
+            pad_const=np.zeros(1, I8),
+        )
     with pytest.raises(TosaError, match="pad_const element type must be i8"):
-        run_op("PAD", TensorType(I8, (2, 3)), input1=x, padding=np.zeros(4, np.int64),
-               pad_const=np.zeros(1, I32))
+        run_op(
+            "PAD",
+            TensorType(I8, (2, 3)),
+            input1=x,
+            padding=np.zeros(4, np.int64),
+            pad_const=np.zeros(1, I32),
+        )
     with pytest.raises(TosaError, match=r"input1\[1\] shape \(2, 2\) must match input1\[0\] shape"):
         run_op("CONCAT", TensorType(I8, (4, 3)), axis=0, input1=[x, np.zeros((2, 2), I8)])
-    with pytest.raises(TosaError, match=r"result shape \(7,\) holds 7 elements, input1 shape \(2, 3\) holds 6"):
+    with pytest.raises(
+        TosaError, match=r"result shape \(7,\) holds 7 elements, input1 shape \(2, 3\) holds 6"
+    ):
         run_op("RESHAPE", TensorType(I8, (7,)), input1=x, shape=np.array([7]))

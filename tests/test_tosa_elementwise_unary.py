@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest_tosa import (
+    BOOL,
+    FLOAT_TYPES,
+    I8,
+    I16,
+    I32,
+    INT_TYPES,
+    Graph,
+    assert_same,
+    mlir_type,
+    random_values,
+    rng_from,
+    run_op,
+    shapes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest_tosa import (BOOL, FLOAT_TYPES, I8, I16, I32, INT_TYPES, Graph, assert_same,
-                           mlir_type, random_values, rng_from, run_op, shapes)
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
@@ -86,8 +99,9 @@ def _check_negate(x, zps):
     a, b = g.const(zp_in), g.const(zp_out)
     zt = mlir_type(x.dtype, (1,))
     result = TensorType(x.dtype, x.shape)
-    ref = g.reference(f"tosa.negate {xi}, {a}, {b} : ({mlir_type(x.dtype, x.shape)}, {zt}, {zt})",
-                      result)
+    ref = g.reference(
+        f"tosa.negate {xi}, {a}, {b} : ({mlir_type(x.dtype, x.shape)}, {zt}, {zt})", result
+    )
     assert_same(run_op("NEGATE", result, input1=x, input1_zp=zp_in, output_zp=zp_out), ref)
 
 
@@ -116,8 +130,18 @@ def test_unary_checks():
     with pytest.raises(TosaError, match="result shape must be"):
         run_op("EXP", TensorType(np.float32, (3,)), input1=np.zeros(2, np.float32))
     with pytest.raises(TosaError, match="output_zp must be 0 for i16"):
-        run_op("NEGATE", TensorType(I16, (2,)), input1=np.zeros(2, I16),
-               input1_zp=np.zeros(1, I16), output_zp=np.ones(1, I16))
+        run_op(
+            "NEGATE",
+            TensorType(I16, (2,)),
+            input1=np.zeros(2, I16),
+            input1_zp=np.zeros(1, I16),
+            output_zp=np.ones(1, I16),
+        )
     with pytest.raises(TosaError, match="input1_zp element type must be i8"):
-        run_op("NEGATE", TensorType(I8, (2,)), input1=np.zeros(2, I8),
-               input1_zp=np.zeros(1, I32), output_zp=np.zeros(1, I8))
+        run_op(
+            "NEGATE",
+            TensorType(I8, (2,)),
+            input1=np.zeros(2, I8),
+            input1_zp=np.zeros(1, I32),
+            output_zp=np.zeros(1, I8),
+        )

@@ -80,8 +80,8 @@ def test_resize_upscale_2x_align_corners_style():
 
 
 def _operands(**change):
-    operands = dict(input=TensorType(I8, (1, 4, 4, 1)), scale=np.array([2, 1, 2, 1]),
-                    offset=np.array([0, 0]), border=np.array([0, 0]), mode=NEAREST)
+    operands = {"input": TensorType(I8, (1, 4, 4, 1)), "scale": np.array([2, 1, 2, 1]),
+                    "offset": np.array([0, 0]), "border": np.array([0, 0]), "mode": NEAREST}
     operands.update(change)
     return operands
 

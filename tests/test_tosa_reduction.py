@@ -4,11 +4,26 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest_tosa import (
+    BOOL,
+    FLOAT_TYPES,
+    FP8E4M3,
+    FP8E5M2,
+    I8,
+    I16,
+    I32,
+    INT_TYPES,
+    Graph,
+    assert_same,
+    mlir_type,
+    random_values,
+    rng_from,
+    run_op,
+    shapes,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest_tosa import (BOOL, FLOAT_TYPES, FP8E4M3, FP8E5M2, I8, I16, I32, INT_TYPES, Graph,
-                           assert_same, mlir_type, random_values, rng_from, run_op, shapes)
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
@@ -47,14 +62,16 @@ def reduce_case(draw, op):
 def _check_reduce(op, x, axis, mode):
     g = Graph()
     xi = g.input(x)
-    out_shape = x.shape[:axis] + (1,) + x.shape[axis + 1:]
+    out_shape = x.shape[:axis] + (1,) + x.shape[axis + 1 :]
     result = TensorType(x.dtype, out_shape)
     attrs = {"axis": axis}
     text = f"axis = {axis} : i32"
     if mode is not None:
         attrs["nan_mode"] = mode
         text += f", nan_mode = {'PROPAGATE' if mode == 1 else 'IGNORE'}"
-    ref = g.reference(f"tosa.{op.lower()} {xi} {{{text}}} : ({mlir_type(x.dtype, x.shape)})", result)
+    ref = g.reference(
+        f"tosa.{op.lower()} {xi} {{{text}}} : ({mlir_type(x.dtype, x.shape)})", result
+    )
     assert_same(run_op(op, result, input=x, **attrs), ref, max_ulps=REDUCE[op][2])
 
 
@@ -79,15 +96,20 @@ def argmax_case(draw):
     shape = draw(shapes())
     axis = draw(st.integers(0, len(shape) - 1))
     rng = rng_from(draw)
-    x = random_values(rng, dtype, shape, low=-3 if dtype in (I8, I16) else None,
-                      high=3 if dtype in (I8, I16) else None)
+    x = random_values(
+        rng,
+        dtype,
+        shape,
+        low=-3 if dtype in (I8, I16) else None,
+        high=3 if dtype in (I8, I16) else None,
+    )
     return x, axis, draw(st.sampled_from([1, 2]))
 
 
 def _check_argmax(x, axis, mode):
     g = Graph()
     xi = g.input(x)
-    result = TensorType(I32, x.shape[:axis] + x.shape[axis + 1:])
+    result = TensorType(I32, x.shape[:axis] + x.shape[axis + 1 :])
     text = f"axis = {axis} : i32, nan_mode = {'PROPAGATE' if mode == 1 else 'IGNORE'}"
     ref = g.reference(f"tosa.argmax {xi} {{{text}}} : ({mlir_type(x.dtype, x.shape)})", result)
     assert_same(run_op("ARGMAX", result, axis=axis, nan_mode=mode, input=x), ref)

@@ -4,11 +4,25 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest_tosa import (
+    BF16,
+    FP8E4M3,
+    FP8E5M2,
+    FP16,
+    FP32,
+    I8,
+    I16,
+    I32,
+    Graph,
+    assert_same,
+    mlir_type,
+    random_values,
+    rng_from,
+    run_op,
+)
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest_tosa import (BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, Graph, assert_same,
-                           mlir_type, random_values, rng_from, run_op)
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
@@ -31,8 +45,11 @@ def _check_gather(values, indices):
     g = Graph()
     v, i = g.input(values), g.input(indices)
     result = TensorType(values.dtype, (values.shape[0], indices.shape[1], values.shape[2]))
-    ref = g.reference(f"tosa.gather {v}, {i} : ({mlir_type(values.dtype, values.shape)}, "
-                      f"{mlir_type(I32, indices.shape)})", result)
+    ref = g.reference(
+        f"tosa.gather {v}, {i} : ({mlir_type(values.dtype, values.shape)}, "
+        f"{mlir_type(I32, indices.shape)})",
+        result,
+    )
     assert_same(run_op("GATHER", result, values=values, indices=indices), ref)
 
 
@@ -64,9 +81,11 @@ def _check_scatter(values_in, indices, updates):
     g = Graph()
     v, i, u = g.input(values_in), g.input(indices), g.input(updates)
     result = TensorType(values_in.dtype, values_in.shape)
-    ref = g.reference(f"tosa.scatter {v}, {i}, {u} : ({mlir_type(values_in.dtype, values_in.shape)}, "
-                      f"{mlir_type(I32, indices.shape)}, {mlir_type(updates.dtype, updates.shape)})",
-                      result)
+    ref = g.reference(
+        f"tosa.scatter {v}, {i}, {u} : ({mlir_type(values_in.dtype, values_in.shape)}, "
+        f"{mlir_type(I32, indices.shape)}, {mlir_type(updates.dtype, updates.shape)})",
+        result,
+    )
     assert_same(run_op("SCATTER", result, values_in=values_in, indices=indices, input=updates), ref)
 
 
@@ -88,7 +107,12 @@ def test_index_errors_are_tosa_errors():
     with pytest.raises(TosaError, match=r"indices must lie in \[0, 3\), found 3"):
         run_op("GATHER", TensorType(FP32, (1, 1, 2)), values=values, indices=np.array([[3]], I32))
     with pytest.raises(TosaError, match="more than once"):
-        run_op("SCATTER", TensorType(FP32, (1, 3, 2)), values_in=values,
-               indices=np.array([[1, 1]], I32), input=np.zeros((1, 2, 2), FP32))
+        run_op(
+            "SCATTER",
+            TensorType(FP32, (1, 3, 2)),
+            values_in=values,
+            indices=np.array([[1, 1]], I32),
+            input=np.zeros((1, 2, 2), FP32),
+        )
     with pytest.raises(TosaError, match="indices element type must be one of i32"):
         run_op("GATHER", TensorType(FP32, (1, 1, 2)), values=values, indices=np.array([[0]], I16))

@@ -6,6 +6,9 @@ data. Integer results must match bit for bit, floating-point ones within the res
 
 from __future__ import annotations
 
+import mmap
+import tempfile
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -102,7 +105,6 @@ def conv_case(op: str, dtypes, geometry, n: int, ic: int, oc: int, seed: int, bi
     in_dt, w_dt, acc, out_dt = dtypes
     sizes, kernel, pad, stride, dilation = geometry
     rng = np.random.default_rng(seed)
-    spatial = len(sizes)
     x = data(rng, (n, *sizes, ic), in_dt)
     if op == "DEPTHWISE_CONV2D":
         w = data(rng, (*kernel, ic, oc), w_dt)
@@ -382,11 +384,11 @@ def test_rfft2d(n, h, w, seed):
 
 
 def _conv2d_operands(**change):
-    operands = dict(
-        input=TensorType(I8, (1, 8, 8, 4)), weight=np.zeros((6, 3, 3, 4), I8),
-        bias=np.zeros(6, I32), input_zp=np.zeros(1, I8), weight_zp=np.zeros(1, I8),
-        pad=np.array([1, 1, 1, 1]), stride=np.array([1, 1]), dilation=np.array([1, 1]),
-        acc_type=1, local_bound=False)
+    operands = {
+        "input": TensorType(I8, (1, 8, 8, 4)), "weight": np.zeros((6, 3, 3, 4), I8),
+        "bias": np.zeros(6, I32), "input_zp": np.zeros(1, I8), "weight_zp": np.zeros(1, I8),
+        "pad": np.array([1, 1, 1, 1]), "stride": np.array([1, 1]), "dilation": np.array([1, 1]),
+        "acc_type": 1, "local_bound": False}
     operands.update(change)
     return operands
 
@@ -461,3 +463,27 @@ def test_constant_weights_are_prepared_once():
     view = writable.view()
     view.flags.writeable = False  # read-only view of writable memory: not a constant
     assert prepared(view, "k", make) == 4
+    behind = np.frombuffer(memoryview(bytearray(8)).toreadonly(), np.int8)
+    assert prepared(behind, "k", make) == 5  # a read-only window on a bytearray
+    with tempfile.TemporaryFile() as f:
+        f.write(bytes(8))
+        f.flush()
+        mapped = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.int8)
+        assert prepared(mapped, "k", make) == prepared(mapped, "k", make) == 6
+
+
+F8B = np.dtype(ml_dtypes.float8_e5m2)
+
+
+@pytest.mark.parametrize("dtype", [F8, F8B], ids=str)
+def test_fp8_operators(dtype):
+    """fp8 inputs accumulate into fp16 in every operator that takes them."""
+    dtypes = (dtype, dtype, F16, F16)
+    geometry = ([5, 6], [3, 2], [1, 1, 0, 1], [2, 1], [1, 2])
+    for op in ("CONV2D", "DEPTHWISE_CONV2D"):
+        run_conv_case(conv_case(op, dtypes, geometry, 1, 3, 2, 1, False))
+    run_conv_case(transpose_case(dtypes, 1, 3, 3, 2, 2, 2, 2, 2, 2, [0, 1, -1, 0], 1, False))
+    run_case(matmul_case(dtype, F16, 2, 3, 5, 4, 1))
+    pool = ([5, 5], [2, 2], [0, 1, 0, 1], [2, 2], None)
+    run_case(pool_case("AVG_POOL2D", dtype, F16, pool, 1, 3, 1))
+    run_case(pool_case("MAX_POOL2D", dtype, None, pool, 1, 3, 1))

@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from conftest_tosa import (
+    BOOL,
+    FP32,
+    I8,
+    I16,
+    I32,
+    I48,
+    Graph,
+    assert_same,
+    mlir_type,
+    random_values,
+    rng_from,
+    run_op,
+    shapes,
+)
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from conftest_tosa import (BOOL, FP32, I8, I16, I32, I48, Graph, assert_same, mlir_type,
-                           random_values, rng_from, run_op, shapes)
 from pyvgf.errors import TosaError
 from pyvgf.tosa.type_conversion import _CASTS
 from pyvgf.types import TensorType
@@ -83,13 +96,23 @@ def rescale_case(draw):
             return draw(st.sampled_from([0, -32768]))
         return 0
 
-    attrs = dict(scale32=scale32, rounding_mode=rounding, per_channel=per_channel,
-                 input_unsigned=in_u, output_unsigned=out_u)
-    consts = dict(multiplier=mult, shift=shift, input_zp=np.array([zp(in_dtype, in_u)], in_dtype),
-                  output_zp=np.array([zp(out_dtype, out_u)], out_dtype))
+    attrs = dict(
+        scale32=scale32,
+        rounding_mode=rounding,
+        per_channel=per_channel,
+        input_unsigned=in_u,
+        output_unsigned=out_u,
+    )
+    consts = dict(
+        multiplier=mult,
+        shift=shift,
+        input_zp=np.array([zp(in_dtype, in_u)], in_dtype),
+        output_zp=np.array([zp(out_dtype, out_u)], out_dtype),
+    )
     return x, attrs, consts
 
 
+INEXACT_ROUND = 2
 ROUNDING = {1: "SINGLE_ROUND", 2: "INEXACT_ROUND", 3: "DOUBLE_ROUND"}
 
 
@@ -117,17 +140,29 @@ def _within_requires(x, attrs, consts) -> bool:
 def _check_rescale(x, attrs, consts):
     assume(_within_requires(x, attrs, consts))
     g = Graph()
-    xi = g.const(x) if x.dtype == I48 else g.input(x)  # the reference's Python API takes no i48 input
+    xi = (
+        g.const(x) if x.dtype == I48 else g.input(x)
+    )  # the reference's Python API takes no i48 input
     names = {k: g.const(v) for k, v in consts.items()}
     out_dtype = consts["output_zp"].dtype
     result = TensorType(out_dtype, x.shape)
     text = ", ".join(f"{k} = {str(v).lower()}" for k, v in attrs.items() if k != "rounding_mode")
     text += f", rounding_mode = {ROUNDING[attrs['rounding_mode']]}"
     types = ", ".join(mlir_type(v.dtype, v.shape) for v in consts.values())
-    line = (f"tosa.rescale {xi}, {', '.join(names.values())} {{{text}}} : "
-            f"({mlir_type(x.dtype, x.shape)}, {types})")
+    line = (
+        f"tosa.rescale {xi}, {', '.join(names.values())} {{{text}}} : "
+        f"({mlir_type(x.dtype, x.shape)}, {types})"
+    )
     ref = g.reference(line, result)
-    assert_same(run_op("RESCALE", result, input=x, **attrs, **consts), ref)
+    ours = run_op("RESCALE", result, input=x, **attrs, **consts)
+    if attrs["rounding_mode"] == INEXACT_ROUND:
+        # The spec lets INEXACT_ROUND lose precision; the reference model rounds through fp32
+        # (observed errors of up to 2^-23 relative), pyvgf rounds exactly as SINGLE_ROUND.
+        wide, expected = ours.astype(np.int64), ref.astype(np.int64)
+        assert ours.dtype == ref.dtype
+        assert (np.abs(wide - expected) <= 1 + np.abs(expected) * 2.0**-22).all(), (ours, ref)
+    else:
+        assert_same(ours, ref)
 
 
 @FEW
@@ -146,20 +181,55 @@ def test_rescale_many(case):
 def test_conversion_checks():
     with pytest.raises(TosaError, match="result element type must be one of"):
         run_op("CAST", TensorType(FP32, (2,)), input=np.zeros(2, BOOL), result_dtype=FP32)
-    base = dict(scale32=False, rounding_mode=3, per_channel=False, input_unsigned=False,
-                output_unsigned=False, input=np.zeros(2, I8), multiplier=np.ones(1, I16),
-                shift=np.full(1, 10, np.int8), input_zp=np.zeros(1, I8), output_zp=np.zeros(1, I8))
+    with pytest.raises(
+        TosaError, match="result_dtype i8 differs from the declared result type i16"
+    ):
+        run_op("CAST", TensorType(I16, (2,)), input=np.zeros(2, FP32), result_dtype=I8)
+    base = dict(
+        scale32=False,
+        rounding_mode=3,
+        per_channel=False,
+        input_unsigned=False,
+        output_unsigned=False,
+        input=np.zeros(2, I8),
+        multiplier=np.ones(1, I16),
+        shift=np.full(1, 10, np.int8),
+        input_zp=np.zeros(1, I8),
+        output_zp=np.zeros(1, I8),
+    )
     with pytest.raises(TosaError, match="DOUBLE_ROUND needs scale32"):
         run_op("RESCALE", TensorType(I8, (2,)), **base)
     with pytest.raises(TosaError, match="multiplier element type must be i32"):
         run_op("RESCALE", TensorType(I8, (2,)), **{**base, "scale32": True})
     with pytest.raises(TosaError, match=r"shift values must lie in \[2, 62\]"):
-        run_op("RESCALE", TensorType(I8, (2,)), **{**base, "rounding_mode": 1,
-                                                   "shift": np.ones(1, np.int8)})
+        run_op(
+            "RESCALE",
+            TensorType(I8, (2,)),
+            **{**base, "rounding_mode": 1, "shift": np.ones(1, np.int8)},
+        )
     with pytest.raises(TosaError, match="output_zp must be 0 for i16"):
-        run_op("RESCALE", TensorType(I16, (2,)), **{**base, "rounding_mode": 1,
-                                                    "output_zp": np.ones(1, I16)})
+        run_op(
+            "RESCALE",
+            TensorType(I16, (2,)),
+            **{**base, "rounding_mode": 1, "output_zp": np.ones(1, I16)},
+        )
+    with pytest.raises(TosaError, match="input_unsigned needs an i8 or i16 result, got i32"):
+        run_op(
+            "RESCALE",
+            TensorType(I32, (2,)),
+            **{**base, "rounding_mode": 1, "input_unsigned": True, "output_zp": np.zeros(1, I32)},
+        )
     with pytest.raises(TosaError, match="scale32 must be false for an i48 input"):
-        run_op("RESCALE", TensorType(I32, (2,)), **{**base, "scale32": True, "rounding_mode": 1,
-               "input": np.zeros(2, I48), "multiplier": np.ones(1, I32),
-               "input_zp": np.zeros(1, I48), "output_zp": np.zeros(1, I32)})
+        run_op(
+            "RESCALE",
+            TensorType(I32, (2,)),
+            **{
+                **base,
+                "scale32": True,
+                "rounding_mode": 1,
+                "input": np.zeros(2, I48),
+                "multiplier": np.ones(1, I32),
+                "input_zp": np.zeros(1, I48),
+                "output_zp": np.zeros(1, I32),
+            },
+        )

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -54,7 +58,7 @@ def test_two_dispatches_with_a_tensor_barrier(ctx, vgf_model):
     np.testing.assert_array_equal(out, (a + b) + b)
 
 
-def test_graph_constants_equal_scenario_runner(ctx, vgf_model, tmp_path):
+def test_graph_constants_equal_scenario_runner(ctx, vgf_model):
     path = vgf_model("vulkan_conv2d_f32")
     vgf = read_vgf(path)
     assert vgf.constants and vgf.constants[0].data.nbytes == 6 * 3 * 3 * 4 * 4
@@ -176,6 +180,7 @@ def test_doctor_report_names_device_and_extension_origin():
     text = report()
     assert "device 0:" in text
     assert "VK_ARM_tensors: " in text and "VK_ARM_data_graph: " in text
+    assert "data graph operations: TOSA.001000.1" in text
     assert "pyvgf uses device" in text
 
 
@@ -186,3 +191,88 @@ def test_doctor_command(capsys):
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("Vulkan backend") and "status: ready" in out
+
+
+def _conv_once(ctx, vgf, weights: np.ndarray, sparsity_dimension: int, x: np.ndarray) -> np.ndarray:
+    from pyvgf.hal.vulkan import commands, pipelines, tensors
+
+    tensor_type = 1000460000
+    objs = []
+    try:
+        a = tensors.Tensor(ctx, 100, (1, 8, 8, 4))
+        c = tensors.Tensor(ctx, 100, (1, 8, 8, 6))
+        layout = pipelines.DescriptorSetLayout(ctx, [(0, tensor_type), (1, tensor_type)])
+        objs += [a, c, layout]
+        pl = pipelines.PipelineLayout(ctx, [layout])
+        objs.append(pl)
+        resources = [pipelines.GraphResource(0, 0, 100, (1, 8, 8, 4)), pipelines.GraphResource(0, 1, 100, (1, 8, 8, 6))]
+        const = pipelines.GraphConstant(0, 100, (6, 3, 3, 4), weights, sparsity_dimension)
+        pipe = pipelines.DataGraphPipeline(ctx, vgf.modules[0].code, vgf.modules[0].entry_point, pl, resources, [const])
+        objs.append(pipe)
+        session = pipelines.DataGraphSession(ctx, pipe)
+        objs.append(session)
+        session.bind_own_memory()
+        ds = pipelines.DescriptorSet(ctx, layout)
+        objs.append(ds)
+        ds.write(0, a)
+        ds.write(1, c)
+        cb = commands.CommandBuffer(ctx)
+        objs.append(cb)
+        cb.begin()
+        cb.dispatch_graph(pipe, pl, {0: ds}, session)
+        cb.host_barrier()
+        cb.end()
+        fence = commands.Fence(ctx)
+        objs.append(fence)
+        a.write(x)
+        commands.submit(ctx, [cb], fence)
+        fence.wait(timeout_s=60)
+        return np.frombuffer(c.read(), np.float32).reshape(1, 8, 8, 6)
+    finally:
+        for obj in reversed(objs):
+            obj.destroy()
+
+
+def test_semi_structured_sparsity_info_is_chained(ctx, vgf_model):
+    """Weights with 2 zeros in every group of 4 along dimension 3, declared 2:4 sparse
+    (VkDataGraphPipelineConstantTensorSemiStructuredSparsityInfoARM): same result as dense."""
+    vgf = read_vgf(vgf_model("vulkan_conv2d_f32"))
+    weights = vgf.constants[0].data.view(np.float32).reshape(6, 3, 3, 4).copy()
+    weights[..., 1] = 0
+    weights[..., 3] = 0
+    x = np.random.default_rng(9).standard_normal((1, 8, 8, 4)).astype(np.float32)
+    dense = _conv_once(ctx, vgf, weights, -1, x)
+    sparse = _conv_once(ctx, vgf, weights, 3, x)
+    assert np.abs(dense).max() > 0
+    np.testing.assert_array_equal(sparse, dense)
+
+
+def test_native_probe_ignores_layers_enabled_by_the_environment(tmp_path):
+    """With the emulation layers exported as toolchain.md's scenario_runner recipe does, the
+    driver is still reported as lacking the ARM extensions, and the backend still works."""
+    require_vulkan()
+    from pyvgf.hal.vulkan import layers
+
+    env = dict(os.environ, **layers.emulation_layer_env(tmp_path))
+    code = (
+        "from pyvgf.hal.vulkan.context import VulkanContext, native_arm_extensions\n"
+        "print(sorted(native_arm_extensions()[0]))\n"
+        "ctx = VulkanContext(); print(ctx.uses_emulation); ctx.destroy()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.split("\n")[:2] == ["[]", "True"]
+
+
+def test_without_the_vulkan_package_the_error_says_what_to_install():
+    code = (
+        "import sys; sys.modules['vulkan'] = None\n"
+        "from pyvgf import HalError, hal\n"
+        "from pyvgf.hal.vulkan.doctor import diagnose\n"
+        "text, ok = diagnose(); print(ok); print(text)\n"
+        "try:\n    hal.request_adapter('vulkan')\nexcept HalError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == "False"
+    assert "not usable: the vulkan backend needs the `vulkan` Python package" in out
+    assert lines[-1].startswith("the vulkan backend needs the `vulkan` Python package")

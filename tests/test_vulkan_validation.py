@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from conftest_vulkan import GraphModel, chained_add, read_vgf, require_vulkan
+from conftest_vulkan import GraphModel, add_pipeline, bound_session, chained_add, read_vgf, require_vulkan
 
 pytestmark = pytest.mark.vulkan
 
@@ -19,6 +19,8 @@ ARM_PIPELINE = r"(?:Invalid|Couldn't find) VkPipeline Object (0x[0-9a-f]+)"
 ALLOWED: dict[str, str] = {
     # an ARM structure in a pNext chain
     "VUID-VkDeviceCreateInfo-pNext-pNext": ARM_STYPE,
+    "VUID-VkPhysicalDeviceFeatures2-pNext-pNext": ARM_STYPE,
+    "VUID-VkPhysicalDeviceProperties2-pNext-pNext": ARM_STYPE,
     "VUID-VkWriteDescriptorSet-pNext-pNext": ARM_STYPE,
     # VkDependencyInfo has no pNext in 1.3.239, so the message cannot name the structure:
     # pyvgf chains only VkTensorDependencyInfoARM there (CommandBuffer.tensor_barrier)
@@ -128,6 +130,63 @@ def test_tensor_barrier_under_validation(validated, vgf_model):
     b = np.full((1, 4, 4, 8), 0.5, np.float32)
     out = chained_add(ctx, read_vgf(vgf_model("add_f32")), a, b, messages.graph_pipelines)
     np.testing.assert_array_equal(out, a + b + b)
+    assert not messages.unexpected(), "\n".join(messages.unexpected())
+
+
+def test_hal_flows_under_validation(vgf_model):
+    """The HAL on a validated adapter: graph dispatch, barrier, copies, aliasing, transfers."""
+    require_vulkan()
+    from pyvgf import hal
+    from pyvgf.hal.vulkan._vk import vk
+
+    messages = Messages()
+    adapter = hal.request_adapter("vulkan", validation=True, on_message=messages)
+    device = adapter.request_device()
+    try:
+        pipeline, layout, set_layout = add_pipeline(device, read_vgf(vgf_model("add_f32")))
+        messages.graph_pipelines.add(int(vk().ffi.cast("uintptr_t", pipeline.vk.handle)))
+        memory = device.allocate_memory(4 * 128 * 4)
+        tensors = [device.create_tensor(100, (1, 4, 4, 8), memory=memory, memory_offset=512 * i) for i in range(3)]
+        alias = device.create_buffer(512, memory=memory, memory_offset=1024)
+        copy = device.create_tensor(100, (1, 4, 4, 8))
+        dset = device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in enumerate(tensors)})
+        session = bound_session(device, pipeline)
+        enc = device.create_command_encoder()
+        enc.bind_pipeline(pipeline)
+        enc.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, 0, dset)
+        enc.dispatch_data_graph(session)
+        enc.barrier()
+        enc.copy_tensor(tensors[2], copy)
+        a = np.full((1, 4, 4, 8), 3.0, np.float32)
+        device.queue.write_tensor(tensors[0], a)
+        device.queue.write_tensor(tensors[1], a)
+        assert device.queue.submit([enc.finish()]).wait(30)
+        np.testing.assert_array_equal(device.queue.read_tensor(copy), a + a)
+        assert device.queue.read_buffer(alias).tobytes() == (a + a).tobytes()
+    finally:
+        device.destroy()
+        adapter.destroy()
+    assert not messages.unexpected(), "\n".join(messages.unexpected())
+
+
+@pytest.mark.parametrize("name", ["vulkan_conv2d_f32", "runtime_segments"])
+def test_runtime_models_under_validation(name, vgf_model):
+    """pyvgf.load() on a validated vulkan adapter: the runtime's whole schedule (graph, compute
+    with aliased buffers, barriers, sessions, transfers) makes no unexpected message."""
+    require_vulkan()
+    from pyvgf import hal, load
+    from pyvgf.hal.vulkan import request_adapter
+    from pyvgf.hal.vulkan.backend import VulkanDataGraphPipeline
+    from pyvgf.hal.vulkan._vk import vk
+
+    messages = Messages()
+    hal.register_backend("vulkan-validated", lambda: request_adapter(validation=True, on_message=messages))
+    with load(vgf_model(name), backend="vulkan-validated") as model:
+        for obj in list(model.device._children.values()):
+            if isinstance(obj, VulkanDataGraphPipeline):
+                messages.graph_pipelines.add(int(vk().ffi.cast("uintptr_t", obj.vk.handle)))
+        rng = np.random.default_rng(9)
+        model.run([rng.standard_normal(i.shape).astype(i.dtype) for i in model.inputs])
     assert not messages.unexpected(), "\n".join(messages.unexpected())
 
 

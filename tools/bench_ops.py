@@ -2,13 +2,13 @@
 
     python tools/bench_ops.py [--repeat N] [--threads T]
 
---threads T runs both numpy's BLAS and torch on T threads (default: each library's own default).
+--threads T runs numpy's BLAS and torch on T threads (default: each library's own default).
 On a loaded machine use --threads 1: spinning BLAS threads then time the load, not the kernels.
 
-A benchmark, not a test: it prints the median and minimum time of each operator call (constant weights,
-prepared once, as the interpreter holds them) and the same computation in torch (NCHW, eager,
-no grad). torch is a benchmark-only dependency (torch==2.13.0, CPU build); RESCALE is timed when
-pyvgf.tosa registers it and skipped with a message otherwise.
+A benchmark, not a test: it prints the median and minimum time of each operator call (constant
+weights, prepared once, as the interpreter holds them) and the same computation in torch (NCHW,
+eager, no grad). torch is a benchmark-only dependency (torch==2.13.0, CPU build); RESCALE is timed
+when pyvgf.tosa registers it (against torch.quantize_per_channel) and skipped otherwise.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ if __name__ == "__main__":
         for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[_var] = str(_THREADS)
 
-import numpy as np  # noqa: E402
+import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pyvgf.tosa import OPS  # noqa: E402
+from pyvgf.tosa import OPS
 
 # (name, H=W, input channels, output channels, kernel, stride) of MobileNetV2 (224x224) layers.
 CONV_LAYERS = [
@@ -109,9 +109,9 @@ def conv_rows(dtype: str, torch) -> list[Row]:
             b = rng.integers(-1000, 1000, oc, dtype=np.int32)
             zp = np.array([-3], np.int8), np.zeros(1, np.int8)
             acc = 1
-        kwargs = dict(input=x, weight=frozen(w), bias=frozen(b), input_zp=zp[0],
-                      weight_zp=zp[1], pad=np.array([top, bottom, top, bottom]),
-                      stride=np.array([s, s]), dilation=np.array([1, 1]), acc_type=acc)
+        kwargs = {"input": x, "weight": frozen(w), "bias": frozen(b), "input_zp": zp[0],
+                      "weight_zp": zp[1], "pad": np.array([top, bottom, top, bottom]),
+                      "stride": np.array([s, s]), "dilation": np.array([1, 1]), "acc_type": acc}
         theirs = None
         if dtype == "f32":
             tx = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
@@ -137,9 +137,9 @@ def depthwise_rows(dtype: str, torch) -> list[Row]:
             w = rng.integers(-127, 128, (3, 3, c, 1), dtype=np.int8)
             b = rng.integers(-1000, 1000, c, dtype=np.int32)
             zp, acc = (np.array([5], np.int8), np.zeros(1, np.int8)), 1
-        kwargs = dict(input=x, weight=frozen(w), bias=frozen(b), input_zp=zp[0],
-                      weight_zp=zp[1], pad=np.array([top, bottom, top, bottom]),
-                      stride=np.array([s, s]), dilation=np.array([1, 1]), acc_type=acc)
+        kwargs = {"input": x, "weight": frozen(w), "bias": frozen(b), "input_zp": zp[0],
+                      "weight_zp": zp[1], "pad": np.array([top, bottom, top, bottom]),
+                      "stride": np.array([s, s]), "dilation": np.array([1, 1]), "acc_type": acc}
         theirs = None
         if dtype == "f32":
             tx = torch.from_numpy(x.transpose(0, 3, 1, 2).copy())
@@ -182,10 +182,11 @@ def rescale_rows(torch) -> list[Row]:
                         ("7x7x1280", (1, 7, 7, 1280))]:
         x = rng.integers(-2**20, 2**20, shape, dtype=np.int32)
         channels = shape[-1]
-        kwargs = dict(input=x, multiplier=rng.integers(2**30, 2**31 - 1, channels).astype(np.int32),
-                      shift=np.full(channels, 38, np.int8), input_zp=np.zeros(1, np.int32),
-                      output_zp=np.array([-4], np.int8), scale32=True, rounding_mode=1,
-                      per_channel=True, input_unsigned=False, output_unsigned=False)
+        multiplier = rng.integers(2**30, 2**31 - 1, channels).astype(np.int32)
+        kwargs = {"input": x, "multiplier": multiplier, "shift": np.full(channels, 38, np.int8),
+                  "input_zp": np.zeros(1, np.int32), "output_zp": np.array([-4], np.int8),
+                  "scale32": True, "rounding_mode": 1, "per_channel": True,
+                  "input_unsigned": False, "output_unsigned": False}
         # torch has no int rescale: the closest eager equivalent is quantize_per_channel.
         tx = torch.from_numpy(x.astype(np.float32))
         scales = torch.from_numpy((kwargs["multiplier"] / 2.0**38).astype(np.float64))

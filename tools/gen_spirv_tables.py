@@ -26,14 +26,9 @@ def grammar_dir() -> Path:
 
 
 def _operands(operands: list[dict], named: bool = True) -> str:
-    parts = []
-    for op in operands:
-        item = (op["kind"], op.get("quantifier", ""), op.get("name", "")) if named else (
-            op["kind"],
-            op.get("quantifier", ""),
-        )
-        parts.append(repr(item))
-    return "(" + "".join(p + ", " for p in parts) + ")"
+    """A layout: a tuple of (kind, quantifier, name); enum parameters go unnamed."""
+    items = [repr((op["kind"], op.get("quantifier", ""), op.get("name", "") if named else "")) for op in operands]
+    return "(" + "".join(item + ", " for item in items) + ")"
 
 
 def _value(v: int | str) -> int:
@@ -66,8 +61,8 @@ def render(core: dict, tosa: dict) -> str:
     lines += [
         "}",
         "",
-        "# enum operand kind -> value -> (enumerant name, parameter operands as (kind, quantifier))",
-        "ENUMS: dict[str, dict[int, tuple[str, tuple[tuple[str, str], ...]]]] = {",
+        "# enum operand kind -> value -> (enumerant name, parameter operands as (kind, quantifier, ''))",
+        "ENUMS: dict[str, dict[int, tuple[str, tuple[tuple[str, str, str], ...]]]] = {",
     ]
     for kind in core["operand_kinds"]:
         if kind["category"] not in ("ValueEnum", "BitEnum"):

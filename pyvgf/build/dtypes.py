@@ -22,8 +22,6 @@ class ElementType:
     """The VkFormat of a VGF resource of this type; None: cannot cross the graph interface."""
 
 
-INT48 = np.dtype(np.int64)
-"""int48 values are held in int64 arrays (only inside graphs, as accumulators)."""
 
 _TABLE = [
     ElementType(np.dtype(np.float32), "f32", ("float", 32, None), Format.R32_SFLOAT),
@@ -48,8 +46,9 @@ _TABLE = [
 _BY_DTYPE = {t.dtype: t for t in _TABLE}
 _BY_NAME = {t.mlir: t for t in _TABLE} | {str(t.dtype): t for t in _TABLE}
 
-INT48_TYPE = ElementType(INT48, "i48", ("int", 48), None)
-"""Only as the declared type of an int48 tensor: `element_type("int48")`."""
+INT48_TYPE = ElementType(np.dtype(np.int64), "i48", ("int", 64), Format.R64_SINT)
+"""int48 (the accumulator of int16 convolutions): held in int64 arrays, written as a 64-bit
+integer in SPIR-V and R64_SINT in VGF, as model-converter does. Named "int48" or "i48"."""
 
 
 def element_type(dtype: object) -> ElementType:

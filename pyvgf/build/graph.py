@@ -73,13 +73,17 @@ class Node:
     """For constants: the values (a private read-only copy)."""
 
 
-def _spec(dtype: object, shape: Sequence[int]) -> TensorSpec:
+def _dims(shape: Sequence[int]) -> tuple[int, ...]:
     dims = tuple(int(d) for d in shape)
     if not dims:
         raise TosaError("rank-0 tensors are not supported in built graphs")
     if any(d <= 0 for d in dims):
         raise TosaError(f"shape {dims} must have positive dimensions")
-    return TensorSpec(element_type(dtype), dims)
+    return dims
+
+
+def _spec(dtype: object, shape: Sequence[int]) -> TensorSpec:
+    return TensorSpec(element_type(dtype), _dims(shape))
 
 
 _BOOL_RESULT = {"EQUAL", "GREATER", "GREATER_EQUAL"}
@@ -109,9 +113,12 @@ class Graph:
         return value
 
     def constant(self, array: object, dtype: object = None) -> Value:
-        """A constant tensor (copied: later changes to `array` do not affect the graph)."""
-        data = np.array(array, dtype=dtype, copy=True)
-        spec = _spec(data.dtype, data.shape)
+        """A constant tensor (copied: later changes to `array` do not affect the graph).
+
+        `dtype` defaults to the array's; give "int48" for an int48 tensor held in int64."""
+        etype = element_type(np.asarray(array).dtype if dtype is None else dtype)
+        data = np.array(array, dtype=etype.dtype, copy=True)
+        spec = TensorSpec(etype, _dims(data.shape))
         data.setflags(write=False)
         return self._add(Node("constant", spec, data=data))
 
@@ -128,7 +135,7 @@ class Graph:
         sig = signature(name)
         unknown = set(operands) - {n for n, _ in sig}
         if unknown:
-            raise TosaError(f"{name} has no operand {sorted(unknown)[0]!r}; it takes {[n for n, _ in sig]}")
+            raise TosaError(f"{name} has no operand {min(unknown)!r}; it takes {[n for n, _ in sig]}")
         resolved: dict[str, object] = {}
         for operand, kind in sig:
             if operand not in operands:

@@ -27,6 +27,10 @@ def _scalar(value: object, spec: TensorSpec) -> str:
 
 def dense(data: np.ndarray, spec: TensorSpec) -> str:
     """A `dense<"0x...">` attribute holding `data` (one element when all are equal: a splat)."""
+    if spec.etype.mlir == "i48":  # hex data would need 6-byte elements: write decimals
+        values = np.asarray(data, dtype=np.int64)
+        body = str(int(values.flat[0])) if (values == values.flat[0]).all() else str(values.tolist())
+        return f"dense<{body}> : {spec}"
     flat = np.ascontiguousarray(data, dtype=spec.dtype).reshape(-1)
     if flat.size > 1 and (flat.view(np.uint8).reshape(flat.size, -1) == flat[:1].view(np.uint8)).all():
         flat = flat[:1]

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import enum
 import importlib
+import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -276,6 +277,10 @@ def request_adapter(backend: str = "cpu", **options: object) -> Adapter:
             raise HalError(f"backend {backend!r}: module {entry} defines no request_adapter()")
     else:
         factory = entry()
+    try:
+        inspect.signature(factory).bind(**options)
+    except TypeError as exc:
+        raise HalError(f"backend {backend!r} does not take these options: {exc}") from None
     return factory(**options)
 
 
@@ -956,15 +961,6 @@ class DataGraphSession(_DeviceChild):
         raise NotImplementedError
 
 
-@dataclass(frozen=True)
-class TensorCopyRegion:
-    """VkTensorCopyARM: offsets and extent in elements, one per dimension."""
-
-    src_offset: tuple[int, ...]
-    dst_offset: tuple[int, ...]
-    extent: tuple[int, ...]
-
-
 @dataclass
 class _BindState:
     pipelines: dict[PipelineBindPoint, DataGraphPipeline | ComputePipeline] = field(default_factory=dict)
@@ -1056,26 +1052,21 @@ class CommandEncoder(_DeviceChild):
                 self._bound_resource(sets, index, b.binding, pipeline)
         self._dispatch(x, y, z)
 
-    def copy_tensor(self, src: Tensor, dst: Tensor, regions: Sequence[TensorCopyRegion] | None = None) -> None:
-        """vkCmdCopyTensorARM. Without regions: the whole tensor (shapes must be equal)."""
+    def copy_tensor(self, src: Tensor, dst: Tensor) -> None:
+        """vkCmdCopyTensorARM. VK_ARM_tensors copies whole tensors only: one region, zero
+        offsets, the extent equal to both tensors' shape (VUID-VkCopyTensorInfoARM-regionCount-09686
+        to -09689), between tensors of one format."""
         self._check()
         for t in (src, dst):
             t._check()
             self._check_device(t)
         if src.format != dst.format:
             raise HalError(f"copy between tensors of different formats: {src!r} -> {dst!r}")
+        if src.shape != dst.shape:
+            raise HalError(f"vkCmdCopyTensorARM copies whole tensors of equal shape only: {src!r} -> {dst!r}")
         if not src.description.usage & TensorUsage.TRANSFER_SRC or not dst.description.usage & TensorUsage.TRANSFER_DST:
             raise HalError("copy_tensor needs TRANSFER_SRC usage on src and TRANSFER_DST on dst")
-        if regions is None:
-            if src.shape != dst.shape:
-                raise HalError(f"whole-tensor copy needs equal shapes: {src!r} -> {dst!r}")
-            regions = [TensorCopyRegion((0,) * len(src.shape), (0,) * len(src.shape), src.shape)]
-        for r in regions:
-            for t, off in ((src, r.src_offset), (dst, r.dst_offset)):
-                if len(off) != len(t.shape) or len(r.extent) != len(t.shape) or any(
-                        o < 0 or e <= 0 or o + e > d for o, e, d in zip(off, r.extent, t.shape)):
-                    raise HalError(f"copy region {r} does not fit {t!r}")
-        self._copy_tensor(src, dst, tuple(regions))
+        self._copy_tensor(src, dst)
 
     def copy_buffer(self, src: Buffer, dst: Buffer, src_offset: int = 0, dst_offset: int = 0,
                     size: int | None = None) -> None:
@@ -1134,7 +1125,7 @@ class CommandEncoder(_DeviceChild):
     def _dispatch(self, x: int, y: int, z: int) -> None:
         raise NotImplementedError
 
-    def _copy_tensor(self, src: Tensor, dst: Tensor, regions: tuple[TensorCopyRegion, ...]) -> None:
+    def _copy_tensor(self, src: Tensor, dst: Tensor) -> None:
         raise NotImplementedError
 
     def _copy_buffer(self, src: Buffer, dst: Buffer, src_offset: int, dst_offset: int, size: int) -> None:

@@ -142,10 +142,11 @@ class Model:
         return [_conform(info, x) for info, x in zip(live, given)]
 
     def close(self) -> None:
-        """Free the device and everything the model created on it."""
+        """Free the device, everything the model created on it, and its adapter."""
         with self._lock:
             self._pool.clear()
         self.device.destroy()
+        self.device.adapter.destroy()
 
     def __enter__(self) -> Model:
         return self
@@ -174,11 +175,14 @@ def _conform(info: TensorInfo, value: object) -> np.ndarray:
 
 
 def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
-         shaders: Mapping[str, hal.PythonShader] | None = None) -> Model:
+         shaders: Mapping[str, hal.PythonShader] | None = None,
+         adapter_options: Mapping[str, object] | None = None) -> Model:
     """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu" or "vulkan").
 
     `shaders` maps compute module names to Python stand-ins for the cpu backend (see
-    `pyvgf.register_shader`). Everything that does not depend on input values happens here.
+    `pyvgf.register_shader`). `adapter_options` go to the backend's `request_adapter()` (the
+    vulkan backend takes e.g. `device_index`, `validation`). Everything that does not depend on
+    input values happens here.
     """
     if isinstance(source, VGF):
         vgf = source
@@ -186,9 +190,14 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
         from ..format import read
 
         vgf = read(source)
-    device = hal.request_adapter(backend).request_device(shaders=shaders)
+    adapter = hal.request_adapter(backend, **(adapter_options or {}))
     try:
-        return Model(vgf, device)
+        device = adapter.request_device(shaders=shaders)
+        try:
+            return Model(vgf, device)
+        except BaseException:
+            device.destroy()
+            raise
     except BaseException:
-        device.destroy()
+        adapter.destroy()
         raise

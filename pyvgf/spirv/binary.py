@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -25,8 +25,7 @@ _OP_TYPE_INT = 21
 _OP_TYPE_FLOAT = 22
 
 
-@dataclass(frozen=True, slots=True)
-class Operand:
+class Operand(NamedTuple):
     """One decoded operand: its grammar kind and name, and its value.
 
     `value` is an id or an integer literal (int), a literal string (str), or an enum value
@@ -41,8 +40,7 @@ class Operand:
     words: int = 1
 
 
-@dataclass(frozen=True, slots=True)
-class Instruction:
+class Instruction(NamedTuple):
     """One SPIR-V instruction: its word offset, opcode, result type and result ids, operands.
 
     `result_type` and `result` are 0 when the instruction has none (0 is never a valid id).
@@ -77,7 +75,7 @@ class Module:
 
 
 def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> np.ndarray:
-    """The module's words as a little-endian-native uint32 array (a copy, never the caller's)."""
+    """The module's words as a native uint32 array (the caller's data is never modified)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
         raw = bytes(data)
         if len(raw) % 4:
@@ -88,7 +86,7 @@ def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) 
             raise SpirvError(f"SPIR-V words must be a 1-D integer array, got {data.dtype} {data.shape}")
         if data.dtype.itemsize != 4:
             raise SpirvError(f"SPIR-V words must be 32-bit, got {data.dtype}")
-        words = data.astype(np.uint32, copy=True)
+        words = data.astype(np.uint32, copy=False)
     else:
         try:
             words = np.array(list(data), dtype=np.int64)
@@ -173,17 +171,16 @@ class _Decoder:
     def fail(self, message: str) -> SpirvError:
         return SpirvError(f"{self.opname}: {message}", word=self.start)
 
-    def layout(self, layout: tuple[tuple[str, ...], ...], out: list[Operand]) -> None:
-        for kind, quantifier, *name in layout:
-            label = name[0] if name else ""
+    def layout(self, layout: tuple[tuple[str, str, str], ...], out: list[Operand]) -> None:
+        for kind, quantifier, name in layout:
             if quantifier == "":
-                self.operand(kind, label, out)
+                self.operand(kind, name, out)
             elif quantifier == "?":
                 if self.at < self.end:
-                    self.operand(kind, label, out)
+                    self.operand(kind, name, out)
             else:
                 while self.at < self.end:
-                    self.operand(kind, label, out)
+                    self.operand(kind, name, out)
 
     def word(self, what: str) -> int:
         if self.at >= self.end:
@@ -193,32 +190,36 @@ class _Decoder:
         return value
 
     def ref(self, what: str) -> int:
-        value = self.word(what)
+        if self.at >= self.end:
+            raise self.fail(f"instruction ends before operand {what}")
+        value = self.words[self.at]
+        self.at += 1
         if not 0 < value < self.bound:
             raise self.fail(f"operand {what} id {value} is outside 1..{self.bound - 1}")
         return value
 
     def operand(self, kind: str, name: str, out: list[Operand]) -> None:
-        what = name or kind
-        if kind == "IdResultType":
-            self.result_type = self.ref(what)
+        if kind == "IdRef":
+            out.append(Operand(kind, name, self.ref(name or kind)))
+        elif kind == "IdResultType":
+            self.result_type = self.ref(name or kind)
         elif kind == "IdResult":
-            rid = self.ref(what)
+            rid = self.ref(name or kind)
             if rid in self.defined:
                 raise self.fail(f"id {rid} is defined twice")
             self.defined.add(rid)
             self.result = rid
-        elif kind in ("IdRef", "IdScope", "IdMemorySemantics"):
-            out.append(Operand(kind, name, self.ref(what)))
+        elif kind in ("IdScope", "IdMemorySemantics"):
+            out.append(Operand(kind, name, self.ref(name or kind)))
         elif kind == "LiteralString":
-            out.append(Operand(kind, name, self.string(what)))
+            out.append(Operand(kind, name, self.string(name or kind)))
         elif kind in ("LiteralInteger", "LiteralFloat"):
-            out.append(Operand(kind, name, self.word(what)))
+            out.append(Operand(kind, name, self.word(name or kind)))
         elif kind == "LiteralContextDependentNumber":
             n = self.end - self.at
             if n not in (1, 2):
-                raise self.fail(f"operand {what} takes 1 or 2 words, found {n}")
-            value = self.word(what) | (self.word(what) << 32 if n == 2 else 0)
+                raise self.fail(f"operand {name or kind} takes 1 or 2 words, found {n}")
+            value = self.word(name) | (self.word(name) << 32 if n == 2 else 0)
             out.append(Operand(kind, name, value, n))
         elif kind == "LiteralExtInstInteger":
             self.ext_inst(out)
@@ -311,4 +312,4 @@ class _Decoder:
         if entry is None:
             raise self.fail(f"unknown opcode {opcode} in OpSpecConstantOp")
         out.append(Operand("LiteralSpecConstantOpInteger", name, opcode))
-        self.layout(tuple(k for k in entry[1] if k[0] not in ("IdResultType", "IdResult")), out)
+        self.layout(tuple(op for op in entry[1] if op[0] not in ("IdResultType", "IdResult")), out)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Callable, Union
+from typing import Callable, NamedTuple, Union, cast
 
 import ml_dtypes
 import numpy as np
@@ -62,6 +62,18 @@ class Opaque:
 Type = Union[np.dtype, Array, Pointer, GraphType, Struct, TensorType, Opaque]
 
 
+class Bits(NamedTuple):
+    """A scalar constant kept as its bits until used alone (most only feed composites)."""
+
+    dtype: np.dtype
+    bits: int
+
+    def array(self) -> np.ndarray:
+        value = np.array(self.bits, dtype=f"<u{self.dtype.itemsize}").view(self.dtype)
+        value.flags.writeable = False
+        return value
+
+
 @dataclass(frozen=True)
 class GraphConstantDecl:
     """An OpGraphConstantARM: the data bound by `constant_id`, of tensor type `type`."""
@@ -92,7 +104,7 @@ class Declarations:
     def __init__(self, module: Module):
         self.module = module
         self.types: dict[int, Type] = {}
-        self.constants: dict[int, np.ndarray | Opaque] = {}
+        self.constants: dict[int, np.ndarray | Bits | Opaque] = {}
         self.graph_constants: dict[int, GraphConstantDecl] = {}
         self.variables: dict[int, tuple[Type, Instruction]] = {}
         self.names: dict[int, str] = {}
@@ -134,9 +146,14 @@ class Declarations:
             raise SpirvError(f"{inst.opname}: {what} %{tid} is not a shaped tensor type ({describe(t)})", word=inst.offset)
         return t
 
+    def lookup(self, cid: int) -> np.ndarray | Opaque | None:
+        """Constant `cid` evaluated (read-only), Opaque if pyvgf does not model it, or None."""
+        c = self.constants.get(cid)
+        return c.array() if isinstance(c, Bits) else c
+
     def constant(self, cid: int, inst: Instruction, what: str) -> np.ndarray:
         """The evaluated constant `cid`, declared before `inst`."""
-        c = self.constants.get(cid)
+        c = self.lookup(cid)
         if c is None:
             raise SpirvError(f"{inst.opname}: {what} %{cid} is not a constant defined before it", word=inst.offset)
         if isinstance(c, Opaque):
@@ -235,14 +252,13 @@ class Declarations:
         words = 2 if width == 64 else 1
         if literal.words != words:
             raise SpirvError(f"OpConstant: a {width}-bit value takes {words} words, found {literal.words}", word=inst.offset)
-        bits = inst.num(0) & ((1 << width) - 1)
-        self._set(inst, np.array(bits, dtype=f"<u{dtype.itemsize}").view(dtype))
+        self.constants[inst.result] = Bits(dtype, inst.num(0) & ((1 << width) - 1))
 
     def _boolean(self, inst: Instruction) -> None:
         dtype = self.type(inst.result_type, inst, "Result Type")
         if not same(dtype, np.dtype(np.bool_)):
             raise SpirvError(f"{inst.opname}: result type is {describe(dtype)}, not bool", word=inst.offset)
-        self._set(inst, np.array(inst.opname == "OpConstantTrue"))
+        self.constants[inst.result] = Bits(dtype, int(inst.opname == "OpConstantTrue"))
 
     def _aggregate(self, inst: Instruction) -> tuple[np.dtype, tuple[int, ...]] | None:
         """Element dtype and shape of a tensor or scalar-array result type; None if unmodelled."""
@@ -260,17 +276,31 @@ class Declarations:
         layout = self._aggregate(inst)
         if layout is not None:
             dtype, shape = layout
-            self._set(inst, np.broadcast_to(np.zeros((), dtype), shape))
+            if shape:
+                self._set(inst, np.broadcast_to(np.zeros((), dtype), shape))
+            else:
+                self.constants[inst.result] = Bits(dtype, 0)
 
     def _composite(self, inst: Instruction) -> None:
         layout = self._aggregate(inst)
         if layout is None:
             return
         dtype, shape = layout
-        if len(inst.operands) != shape[0]:
-            raise SpirvError(f"OpConstantComposite: {len(inst.operands)} constituents for shape {shape}", word=inst.offset)
-        parts = [self._part(inst, inst.num(i), dtype, shape[1:]) for i in range(len(inst.operands))]
-        self._set(inst, np.stack(parts))
+        ids = cast("list[int]", [op.value for op in inst.operands])
+        if len(ids) != shape[0]:
+            raise SpirvError(f"OpConstantComposite: {len(ids)} constituents for shape {shape}", word=inst.offset)
+        if len(shape) > 1:
+            self._set(inst, np.stack([self._part(inst, cid, dtype, shape[1:]) for cid in ids]))
+            return
+        raw = f"<u{dtype.itemsize}"
+        bits = []  # scalar constituents: one array made from their bits
+        for cid in ids:
+            part = self.constants.get(cid)
+            if isinstance(part, Bits) and part.dtype == dtype:
+                bits.append(part.bits)
+            else:
+                bits.append(int(self._part(inst, cid, dtype, ()).view(raw)))
+        self._set(inst, np.array(bits, dtype=raw).view(dtype))
 
     def _replicate(self, inst: Instruction) -> None:
         layout = self._aggregate(inst)
@@ -286,7 +316,7 @@ class Declarations:
         self._set(inst, np.broadcast_to(value, shape))
 
     def _part(self, inst: Instruction, cid: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
-        part = self.constants.get(cid)
+        part = self.lookup(cid)
         if part is None:
             raise SpirvError(f"{inst.opname}: constituent %{cid} is not a constant defined before it", word=inst.offset)
         if isinstance(part, Opaque) or part.dtype != dtype or part.shape != shape:

@@ -107,7 +107,12 @@ class Node:
 
 @dataclass(frozen=True)
 class Graph:
-    """One graph entry point of a SPIR-V module, ready for planning."""
+    """One graph entry point of a SPIR-V module, ready for planning.
+
+    `inputs`/`outputs` are in graph input/output order; `constants` maps each graph constant id
+    (the OpGraphConstantARM literal) the graph uses to its declared type; `nodes` are in
+    module order, which is an order where every operand is computed before its use.
+    """
 
     name: str
     inputs: list[GraphInterface]
@@ -116,7 +121,6 @@ class Graph:
     nodes: list[Node]
     results: list[Operand]
     """The value each output is set to, in output order."""
-
 
 
 # -- building the graph --------------------------------------------------------------------------
@@ -225,7 +229,7 @@ class _Body:
         if gc is not None:
             self.constants[gc.constant_id] = gc.type
             return GraphConstant(vid, gc.constant_id, gc.type)
-        c = self.decls.constants.get(vid)
+        c = self.decls.lookup(vid)
         if isinstance(c, np.ndarray):
             return Const(vid, _python(c))
         if c is not None:
@@ -260,15 +264,16 @@ class _Body:
             result_type = rtype
         else:
             raise SpirvError(f"OpExtInst {op}: result type is {describe(rtype)}, not a shaped tensor", word=inst.offset)
-        variadic = {name for name, quantifier in layout if quantifier == "*"}
-        operands: dict[str, Operand | tuple[Operand, ...]] = {name: () for name in variadic}
+        given: dict[str, list[Operand]] = {}
         for i in range(2, len(inst.operands)):
             name = inst.operands[i].name
-            value = self.operand(inst.num(i), inst, name)
-            if name in variadic:
-                operands[name] = (*operands[name], value)  # type: ignore[misc]
-            else:
-                operands[name] = value
+            given.setdefault(name, []).append(self.operand(inst.num(i), inst, name))
+        operands: dict[str, Operand | tuple[Operand, ...]] = {}
+        for name, quantifier in layout:  # grammar order; a variadic operand becomes a tuple
+            if quantifier == "*":
+                operands[name] = tuple(given.get(name, ()))
+            elif name in given:
+                operands[name] = given[name][0]
         node = Node(inst.result, op, result_type, operands, self.decls.names.get(inst.result), inst.offset)
         self.nodes.append(node)
         if isinstance(result_type, tuple):

@@ -11,11 +11,13 @@ from ..build import Graph, Value
 
 @dataclass(frozen=True)
 class Domain:
-    """The values an input may hold: [low, high], optionally never zero."""
+    """The values an input may hold: [low, high], optionally never zero, optionally only
+    multiples of `step` (so that sums of products are exact in any order, even in float16)."""
 
     low: float
     high: float
     nonzero: bool = False
+    step: float | None = None
 
 
 def _default_domain(dtype: np.dtype) -> Domain:
@@ -77,6 +79,8 @@ def _random(rng: np.random.Generator, dtype: np.dtype, shape: tuple[int, ...], d
             data[data == 0] = 1 if domain.high >= 1 else -1
         return data.astype(dtype)
     data = rng.uniform(domain.low, domain.high, size=shape)
+    if domain.step is not None:
+        data = np.clip(np.round(data / domain.step) * domain.step, domain.low, domain.high)
     if domain.nonzero:
         small = np.abs(data) < 1e-2
         data[small] = np.where(data[small] < 0, -1e-2, 1e-2) if domain.low < 0 else max(domain.low, 1e-2)

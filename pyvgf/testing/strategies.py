@@ -25,8 +25,14 @@ from .case import Domain, GraphCase
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 I8, I16, I32, BOOL = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.bool_)
+INT48 = "int48"
+"""The int48 element type (held in int64): the accumulator and result of int16 convolutions."""
 FLOATS = (F32, F16)
 SMALL_INT = Domain(-1000, 1000)
+EXACT = Domain(-1.0, 1.0, step=0.25)
+"""Float inputs of dot products: with weights in steps of 1/8, every partial sum of a
+convolution or matmul of this package's sizes is exact in float16, so no summation order
+can change a result."""
 
 
 def tensors(dtype: object = None, shape: Sequence[int] | None = None, *, max_rank: int = 4,
@@ -59,7 +65,7 @@ def _broadcast_pair(draw, shape: tuple[int, ...]) -> tuple[tuple[int, ...], tupl
     return a, b
 
 
-def _zp(dtype: np.dtype, value: int | float = 0) -> np.ndarray:
+def _zp(dtype: np.dtype, value: float = 0) -> np.ndarray:
     return np.array([value], dtype=dtype)
 
 
@@ -208,39 +214,108 @@ def transpose(draw, case: GraphCase, x: Value | None = None) -> Value:
 
 
 def _conv_types(draw, dtype: np.dtype | None):
-    """(input dtype, weight dtype, bias/result dtype, acc_type)."""
-    options = [(F32, F32, F32, "FP32"), (F16, F16, F16, "FP16"), (F16, F16, F16, "FP32"), (I8, I8, I32, "INT32")]
+    """(input dtype, weight dtype, bias/result dtype, acc_type) of a convolution."""
+    options = [(F32, F32, F32, "FP32"), (F16, F16, F16, "FP16"), (F16, F16, F16, "FP32"), (I8, I8, I32, "INT32"),
+               (I16, I8, INT48, "INT48")]
     if dtype is not None:
         options = [o for o in options if o[0] == dtype]
     return draw(st.sampled_from(options))
 
 
-def conv2d(draw, case: GraphCase, x: Value | None = None) -> Value:
-    if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16, I8)):
-        return _unary_safe(draw, case, x) if x.dtype.kind == "f" else clamp(draw, case, x)
-    in_t, w_t, out_t, acc = _conv_types(draw, None if x is None else x.dtype)
+def _window(draw, case: GraphCase, x: Value | None, in_t: np.dtype, channels: int, dilate: bool,
+            pad_below_kernel: bool):
+    """Draw a 2-D window (kernel, stride, dilation, pad) and an NHWC input it fits exactly.
+
+    Returns (x, (kh, kw), (sy, sx), (dy, dx), pad, (oh, ow))."""
     kh, kw = draw(st.integers(1, 3)), draw(st.integers(1, 3))
     sy, sx = draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    dy, dx = draw(st.integers(1, 2)), draw(st.integers(1, 2))
-    pad = tuple(draw(st.lists(st.integers(0, 1), min_size=4, max_size=4)))
-    oc = draw(st.integers(1, 4))
+    dy, dx = (draw(st.integers(1, 2)), draw(st.integers(1, 2))) if dilate else (1, 1)
+    limit = (kh - 1, kh - 1, kw - 1, kw - 1) if pad_below_kernel else (1, 1, 1, 1)
+    pad = tuple(draw(st.integers(0, min(1, m))) for m in limit)
     if x is None:
         oh, ow = draw(st.integers(1, 4)), draw(st.integers(1, 4))
-        h = max(1, sy * (oh - 1) + (kh - 1) * dy + 1 - pad[0] - pad[1])
-        w = max(1, sx * (ow - 1) + (kw - 1) * dx + 1 - pad[2] - pad[3])
-        n, ic = draw(st.integers(1, 2)), draw(st.integers(1, 4))
-        x = case.input(in_t, (n, h, w, ic), Domain(-4.0, 4.0) if in_t.kind == "f" else None)
-    n, h, w, ic = x.shape
-    pad = _fit_pad(h, kh, dy, sy, pad[0], pad[1]) + _fit_pad(w, kw, dx, sx, pad[2], pad[3])
+        while sy * (oh - 1) + (kh - 1) * dy + 1 - pad[0] - pad[1] < 1:
+            oh += 1
+        while sx * (ow - 1) + (kw - 1) * dx + 1 - pad[2] - pad[3] < 1:
+            ow += 1
+        h = sy * (oh - 1) + (kh - 1) * dy + 1 - pad[0] - pad[1]
+        w = sx * (ow - 1) + (kw - 1) * dx + 1 - pad[2] - pad[3]
+        x = case.input(in_t, (draw(st.integers(1, 2)), h, w, channels), EXACT if in_t.kind == "f" else None)
+    else:  # fit the window to the given input: no padding beyond what the sizes need
+        kh, kw = min(kh, x.shape[1]), min(kw, x.shape[2])
+        dy, dx, sy, sx, pad = 1, 1, 1, 1, (0, 0, 0, 0)
+    h, w = x.shape[1], x.shape[2]
+    if not pad_below_kernel:
+        pad = _fit_pad(h, kh, dy, sy, pad[0], pad[1]) + _fit_pad(w, kw, dx, sx, pad[2], pad[3])
     oh = (h - 1 + pad[0] + pad[1] - (kh - 1) * dy) // sy + 1
     ow = (w - 1 + pad[2] + pad[3] - (kw - 1) * dx) // sx + 1
-    weight = _weights(draw, w_t, (oc, kh, kw, ic))
-    bias = _weights(draw, out_t, (oc,), small=True)
-    in_zp = draw(st.integers(-128, 127)) if in_t == I8 else 0
-    return case.graph.op(
-        "CONV2D", input=x, weight=weight, bias=bias, input_zp=_zp(in_t, in_zp), weight_zp=_zp(w_t),
-        pad=pad, stride=(sy, sx), dilation=(dy, dx), acc_type=acc, result=(out_t, (n, oh, ow, oc)),
+    return x, (kh, kw), (sy, sx), (dy, dx), pad, (oh, ow)
+
+
+def _bias(case: GraphCase, draw, dtype, n: int) -> Value | np.ndarray:
+    if dtype == INT48:
+        return case.graph.constant(draw(hnp.arrays(np.int64, n, elements=st.integers(-1000, 1000))), INT48)
+    return _weights(draw, dtype, (n,), small=True)
+
+
+def _zp_value(draw, dtype: np.dtype) -> int:
+    return draw(st.integers(-128, 127)) if dtype == I8 else 0
+
+
+def conv2d(draw, case: GraphCase, x: Value | None = None) -> Value:
+    if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16)):
+        return _unary_safe(draw, case, x) if x.dtype.kind == "f" else clamp(draw, case, x)
+    in_t, w_t, out_t, acc = _conv_types(draw, None if x is None else x.dtype)
+    depthwise = draw(st.booleans())
+    x, (kh, kw), stride, dilation, pad, (oh, ow) = _window(
+        draw, case, x, in_t, draw(st.integers(1, 4)), dilate=True, pad_below_kernel=False)
+    n, _, _, ic = x.shape
+    m = draw(st.integers(1, 3))
+    out_c = ic * m if depthwise else draw(st.integers(1, 4))
+    weight = _weights(draw, w_t, (kh, kw, ic, m) if depthwise else (out_c, kh, kw, ic))
+    y = case.graph.op(
+        "DEPTHWISE_CONV2D" if depthwise else "CONV2D", input=x, weight=weight,
+        bias=_bias(case, draw, out_t, out_c), input_zp=_zp(in_t, _zp_value(draw, in_t)), weight_zp=_zp(w_t),
+        pad=pad, stride=stride, dilation=dilation, acc_type=acc, result=(out_t, (n, oh, ow, out_c)),
     )
+    if out_t == INT48:  # as real models do (and tosa_reference_model returns no int48): to int32
+        y = case.graph.op(
+            "RESCALE", input=y, multiplier=np.array([1 << 14], np.int16), shift=np.array([14], np.int8),
+            input_zp=case.graph.constant([0], INT48), output_zp=_zp(I32), scale32=False, rounding_mode="SINGLE_ROUND",
+            per_channel=False, input_unsigned=False, output_unsigned=False, result=(I32, y.shape),
+        )
+    return y
+
+
+def pool2d(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """MAX_POOL2D and AVG_POOL2D (padding smaller than the kernel, as the spec requires)."""
+    if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16)):
+        return _unary_safe(draw, case, x) if x.dtype.kind == "f" else clamp(draw, case, x)
+    name = draw(st.sampled_from(["MAX_POOL2D", "AVG_POOL2D"]))
+    options = {"MAX_POOL2D": [(F32, None), (F16, None), (I8, None), (I16, None)],
+               "AVG_POOL2D": [(F32, "FP32"), (F16, "FP16"), (F16, "FP32"), (I8, "INT32"), (I16, "INT32")]}[name]
+    if x is not None:
+        options = [o for o in options if o[0] == x.dtype]
+    in_t, acc = draw(st.sampled_from(options))
+    x, kernel, stride, _, pad, (oh, ow) = _window(
+        draw, case, x, in_t, draw(st.integers(1, 4)), dilate=False, pad_below_kernel=True)
+    result = (in_t, (x.shape[0], oh, ow, x.shape[3]))
+    if name == "MAX_POOL2D":
+        return case.graph.op(name, input=x, kernel=kernel, stride=stride, pad=pad, result=result)
+    zps = _zp(in_t, _zp_value(draw, in_t)), _zp(in_t, _zp_value(draw, in_t))
+    return case.graph.op(name, input=x, kernel=kernel, stride=stride, pad=pad, acc_type=acc,
+                         input_zp=zps[0], output_zp=zps[1], result=result)
+
+
+def select(draw, case: GraphCase, x: Value | None = None) -> Value:
+    dtype = x.dtype if x is not None else draw(st.sampled_from([F32, F16, I8, I16, I32, BOOL]))
+    shape = x.shape if x is not None else _shape(draw)
+    s_cond, s_x = _broadcast_pair(draw, shape)
+    if x is None:
+        x = case.input(dtype, s_x)
+    cond = case.input(BOOL, s_cond)
+    other = case.input(dtype, shape)
+    return case.graph.op("SELECT", input1=cond, input2=x, input3=other)
 
 
 def _fit_pad(size: int, k: int, dil: int, stride: int, before: int, after: int) -> tuple[int, int]:
@@ -253,7 +328,7 @@ def _fit_pad(size: int, k: int, dil: int, stride: int, before: int, after: int) 
 
 def _weights(draw, dtype: np.dtype, shape: tuple[int, ...], small: bool = False) -> np.ndarray:
     if dtype.kind == "f":
-        elements = st.floats(-1, 1, width=16).map(lambda v: round(v * 64) / 64)
+        elements = st.integers(-8, 8).map(lambda v: v / 8)
         return draw(hnp.arrays(np.float32, shape, elements=elements)).astype(dtype)
     bound = 1000 if small else 127
     info = np.iinfo(dtype)
@@ -269,10 +344,10 @@ def matmul(draw, case: GraphCase, x: Value | None = None) -> Value:
     in_t, out_t = draw(st.sampled_from(options))
     if x is None:
         n, h, c = draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 6))
-        x = case.input(in_t, (n, h, c))
+        x = case.input(in_t, (n, h, c), EXACT if in_t.kind == "f" else None)
     n, h, c = x.shape
     w = draw(st.integers(1, 5))
-    b = case.input(in_t, (n, c, w))
+    b = case.input(in_t, (n, c, w), EXACT if in_t.kind == "f" else None)
     zps = (draw(st.integers(-128, 127)), draw(st.integers(-128, 127))) if in_t == I8 else (0, 0)
     return case.graph.op("MATMUL", A=x, B=b, A_zp=_zp(in_t, zps[0]), B_zp=_zp(in_t, zps[1]),
                          result=(out_t, (n, h, w)))
@@ -349,8 +424,8 @@ def cast(draw, case: GraphCase, x: Value | None = None) -> Value:
 
 FAMILIES: dict[str, Callable] = {
     "binary": binary, "unary": unary, "clamp": clamp, "rescale": rescale, "reshape": reshape,
-    "transpose": transpose, "conv2d": conv2d, "matmul": matmul, "reduction": reduction,
-    "data_layout": data_layout, "cast": cast,
+    "transpose": transpose, "conv2d": conv2d, "pool2d": pool2d, "matmul": matmul,
+    "reduction": reduction, "data_layout": data_layout, "cast": cast, "select": select,
 }
 """Operator families `ops()` draws from, by name."""
 
@@ -372,7 +447,7 @@ def ops(families: Sequence[str] | None = None) -> st.SearchStrategy[GraphCase]:
     return draw_op()
 
 
-_CHAIN_OPS = ("unary_safe", "binary_safe", "clamp", "reshape", "transpose", "reduction", "conv2d", "matmul")
+_CHAIN_OPS = ("unary_safe", "binary_safe", "clamp", "reshape", "transpose", "reduction", "conv2d", "pool2d", "matmul")
 
 
 def _unary_safe(draw, case: GraphCase, x: Value) -> Value:
@@ -413,7 +488,7 @@ def graphs(max_ops: int = 5, dtypes: Sequence[object] = ("float32",)) -> st.Sear
                     y = binary(draw, case, x, names=[name])
             else:
                 y = {"clamp": clamp, "reshape": reshape, "transpose": transpose, "reduction": reduction,
-                     "conv2d": conv2d, "matmul": matmul}[kind](draw, case, x)
+                     "conv2d": conv2d, "pool2d": pool2d, "matmul": matmul}[kind](draw, case, x)
             values.append(y)
         results = values[1:]
         used = {o.node for n in case.graph.nodes for o in n.operands.values() if isinstance(o, Value)}

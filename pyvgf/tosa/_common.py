@@ -33,8 +33,18 @@ NAN_PROPAGATE = 1
 NAN_IGNORE = 2
 NAN_MODES = (NAN_PROPAGATE, NAN_IGNORE)
 
-_NAMES = {BOOL: "bool", I8: "i8", I16: "i16", I32: "i32", I48: "i48", FP16: "fp16", BF16: "bf16",
-          FP32: "fp32", FP8E4M3: "fp8e4m3", FP8E5M2: "fp8e5m2"}
+_NAMES = {
+    BOOL: "bool",
+    I8: "i8",
+    I16: "i16",
+    I32: "i32",
+    I48: "i48",
+    FP16: "fp16",
+    BF16: "bf16",
+    FP32: "fp32",
+    FP8E4M3: "fp8e4m3",
+    FP8E5M2: "fp8e5m2",
+}
 
 
 def dtype_name(dtype: np.dtype) -> str:
@@ -55,6 +65,7 @@ def int_max(dtype: np.dtype) -> int:
 
 
 # ---------------------------------------------------------------------------- plan-time checks
+
 
 def fail(op: str, message: str) -> TosaError:
     return TosaError(f"{op}: {message}")
@@ -84,8 +95,11 @@ def expect_dtype(op: str, name: str, t: TensorType, allowed: Iterable[np.dtype])
 
 def expect_same_dtype(op: str, name: str, t: TensorType, ref_name: str, ref: TensorType) -> None:
     if np.dtype(t.dtype) != np.dtype(ref.dtype):
-        raise fail(op, f"{name} element type {dtype_name(t.dtype)} differs from {ref_name} "
-                       f"element type {dtype_name(ref.dtype)}")
+        raise fail(
+            op,
+            f"{name} element type {dtype_name(t.dtype)} differs from {ref_name} "
+            f"element type {dtype_name(ref.dtype)}",
+        )
 
 
 def expect_shape(op: str, name: str, t: TensorType, shape: Sequence[int]) -> None:
@@ -145,8 +159,9 @@ def expect_broadcast_result(op: str, result: TensorType, operands: dict[str, Ten
     expect_shape(op, "result", result, broadcast_shape(op, operands))
 
 
-def const_array(op: str, name: str, value: object, dtype: np.dtype | None = None,
-                size: int | None = None) -> np.ndarray | None:
+def const_array(
+    op: str, name: str, value: object, dtype: np.dtype | None = None, size: int | None = None
+) -> np.ndarray | None:
     """A constant operand as a flat array (None when only known at run time), checked."""
     if isinstance(value, TensorType):
         t = value
@@ -155,7 +170,9 @@ def const_array(op: str, name: str, value: object, dtype: np.dtype | None = None
         arr = np.asarray(value)
         t = TensorType(arr.dtype, tuple(arr.shape))
     if dtype is not None and np.dtype(t.dtype) != np.dtype(dtype):
-        raise fail(op, f"{name} element type must be {dtype_name(dtype)}, got {dtype_name(t.dtype)}")
+        raise fail(
+            op, f"{name} element type must be {dtype_name(dtype)}, got {dtype_name(t.dtype)}"
+        )
     if size is not None and t.size != size:
         raise fail(op, f"{name} must hold {size} element(s), got shape {tuple(t.shape)}")
     return None if arr is None else arr.reshape(-1)
@@ -178,6 +195,7 @@ def shape_operand(op: str, name: str, value: object, length: int) -> np.ndarray 
 
 # ---------------------------------------------------------------------------- run-time helpers
 
+
 def wrap(values: np.ndarray, dtype: np.dtype) -> np.ndarray:
     """Two's complement wrap-around of integer values to `dtype` (int48 wraps at 48 bits)."""
     dtype = np.dtype(dtype)
@@ -197,31 +215,34 @@ def float_op(fn: Callable[..., np.ndarray], out_dtype: np.dtype, *inputs: np.nda
     args = [np.asarray(x).astype(np.float32, copy=False) for x in inputs]
     with np.errstate(all="ignore"):
         out = np.asarray(fn(*args)).astype(np.float32, copy=False)
-    if out.dtype != out_dtype:
-        return out.astype(out_dtype)
-    # fp32 in and out: no conversions; only a result that is not freshly made gets copied.
-    return out if out.flags.owndata and not any(out is a for a in args) else out.copy()
+    return out.astype(out_dtype, copy=False)
 
 
-def apply_scale_32(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                   double_round: bool) -> np.ndarray:
-    """The specification's apply_scale_32, elementwise on int64 arrays."""
+def apply_scale_32(
+    value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, double_round: bool
+) -> np.ndarray:
+    """The specification's apply_scale_32, elementwise on int64 arrays (multiplier and shift
+    broadcast against value)."""
+    value = np.asarray(value, dtype=np.int64)
     shift = np.asarray(shift, dtype=np.int64)
-    rounding = np.left_shift(np.int64(1), shift - 1)
+    result = value * np.asarray(multiplier, dtype=np.int64)
+    result += np.left_shift(np.int64(1), shift - 1)
     if double_round:
-        value = np.asarray(value, dtype=np.int64)
         adjust = np.where(shift > 31, np.int64(1 << 30), np.int64(0))
-        rounding = rounding + np.where(value >= 0, adjust, -adjust)
-    product = np.asarray(value, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
-    return np.right_shift(product + rounding, shift)
+        if adjust.any():
+            result += adjust
+            np.subtract(result, 2 * adjust, out=result, where=value < 0)
+    result >>= shift
+    return result
 
 
 def apply_scale_16(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
     """The specification's apply_scale_16, elementwise on int64 arrays."""
     shift = np.asarray(shift, dtype=np.int64)
-    rounding = np.left_shift(np.int64(1), shift - 1)
-    product = np.asarray(value, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
-    return np.right_shift(product + rounding, shift)
+    result = np.asarray(value, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
+    result += np.left_shift(np.int64(1), shift - 1)
+    result >>= shift
+    return result
 
 
 def nan_maximum(a: np.ndarray, b: np.ndarray, nan_mode: int) -> np.ndarray:

@@ -6,9 +6,23 @@ import math
 
 import numpy as np
 
-from ._common import (FLOATS, I8, I16, NAN_PROPAGATE, expect_dtype, expect_nan_mode,
-                      expect_same_dtype, expect_shape, fail, float_op, int_max, int_min,
-                      result_type, saturate, tensor_type)
+from ._common import (
+    FLOATS,
+    I8,
+    I16,
+    NAN_PROPAGATE,
+    expect_dtype,
+    expect_nan_mode,
+    expect_same_dtype,
+    expect_shape,
+    fail,
+    float_op,
+    int_max,
+    int_min,
+    result_type,
+    saturate,
+    tensor_type,
+)
 from .registry import tosa_op
 
 _ERF_TERMS = 80
@@ -54,8 +68,9 @@ def _check_float_unary(op: str, result: object, input: object) -> None:
 
 
 @tosa_op("CLAMP")
-def clamp(*, min_val: float | int, max_val: float | int, nan_mode: int,
-          input: np.ndarray) -> np.ndarray:  # noqa: A002  (spec name)
+def clamp(
+    *, min_val: float | int, max_val: float | int, nan_mode: int, input: np.ndarray
+) -> np.ndarray:  # noqa: A002  (spec name)
     if input.dtype in FLOATS:
         if nan_mode == NAN_PROPAGATE:
             low, high = np.maximum, np.minimum
@@ -82,8 +97,9 @@ def _clamp_check(result, *, min_val, max_val, nan_mode, input):  # noqa: A002
     for name, value in (("min_val", min_val), ("max_val", max_val)):
         if not isinstance(value, (int, float, np.integer, np.floating)) or isinstance(value, bool):
             raise fail(op, f"{name} must be a number, got {value!r}")
-        if t.dtype in (I8, I16) and not (float(value).is_integer()
-                                         and int_min(t.dtype) <= value <= int_max(t.dtype)):
+        if t.dtype in (I8, I16) and not (
+            float(value).is_integer() and int_min(t.dtype) <= value <= int_max(t.dtype)
+        ):
             raise fail(op, f"{name} must be an integer in the range of {t.dtype}, got {value!r}")
     if math.isnan(float(min_val)) or math.isnan(float(max_val)) or min_val > max_val:
         raise fail(op, f"min_val {min_val} must not exceed max_val {max_val}")

@@ -14,27 +14,12 @@ import numpy as np
 
 from ..errors import TosaError
 from ..types import TensorType
+from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, I48, is_float  # noqa: F401
 
 I4 = np.dtype(ml_dtypes.int4)
-I8 = np.dtype(np.int8)
-I16 = np.dtype(np.int16)
-I32 = np.dtype(np.int32)
-I48 = np.dtype(np.int64)  # int48 tensors are held as int64
-FP8E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
-FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
-FP16 = np.dtype(np.float16)
-BF16 = np.dtype(ml_dtypes.bfloat16)
-FP32 = np.dtype(np.float32)
 
 ACC_TYPES = {1: I32, 2: FP16, 3: FP32, 4: I48}
 """The acc_type attribute's encoding (SPIR-V TOSA.001000.1)."""
-
-FLOATS = frozenset({FP8E4M3, FP8E5M2, FP16, BF16, FP32})
-
-
-def is_float(dtype: np.dtype) -> bool:
-    """Whether `dtype` is one of TOSA's floating-point element types."""
-    return np.dtype(dtype) in FLOATS
 
 
 def type_of(operand: object) -> TensorType:

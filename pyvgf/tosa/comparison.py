@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (BOOL, FLOATS, I32, expect_broadcast_result, expect_dtype,
-                      expect_same_dtype, result_type, tensor_type)
+from ._common import (
+    BOOL,
+    FLOATS,
+    I32,
+    expect_broadcast_result,
+    expect_dtype,
+    expect_same_dtype,
+    result_type,
+    tensor_type,
+)
 from .registry import tosa_op
 
 

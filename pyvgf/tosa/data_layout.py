@@ -6,8 +6,18 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._common import (LAYOUT_TYPES, const_array, expect_axis, expect_dtype, expect_same_dtype,
-                      expect_shape, fail, result_type, shape_operand, tensor_type)
+from ._common import (
+    LAYOUT_TYPES,
+    const_array,
+    expect_axis,
+    expect_dtype,
+    expect_same_dtype,
+    expect_shape,
+    fail,
+    result_type,
+    shape_operand,
+    tensor_type,
+)
 from .registry import tosa_op
 
 
@@ -38,13 +48,17 @@ def _concat_check(result, *, axis, input1):
     ax = expect_axis(op, axis, first.rank)
     for i, t in enumerate(types[1:], 1):
         expect_same_dtype(op, f"input1[{i}]", t, "input1[0]", first)
-        if t.rank != first.rank or any(t.shape[d] != first.shape[d]
-                                       for d in range(t.rank) if d != ax):
-            raise fail(op, f"input1[{i}] shape {t.shape} must match input1[0] shape "
-                           f"{first.shape} outside axis {ax}")
+        if t.rank != first.rank or any(
+            t.shape[d] != first.shape[d] for d in range(t.rank) if d != ax
+        ):
+            raise fail(
+                op,
+                f"input1[{i}] shape {t.shape} must match input1[0] shape "
+                f"{first.shape} outside axis {ax}",
+            )
     expect_same_dtype(op, "result", res, "input1[0]", first)
     total = sum(t.shape[ax] for t in types)
-    expect_shape(op, "result", res, first.shape[:ax] + (total,) + first.shape[ax + 1:])
+    expect_shape(op, "result", res, first.shape[:ax] + (total,) + first.shape[ax + 1 :])
 
 
 @tosa_op("PAD")
@@ -83,8 +97,11 @@ def _reshape_check(result, *, input1, shape):
     if dims is not None:
         expect_shape(op, "result", res, tuple(int(d) for d in dims))
     if res.size != t.size:
-        raise fail(op, f"result shape {res.shape} holds {res.size} elements, input1 shape "
-                       f"{t.shape} holds {t.size}")
+        raise fail(
+            op,
+            f"result shape {res.shape} holds {res.size} elements, input1 shape "
+            f"{t.shape} holds {t.size}",
+        )
 
 
 @tosa_op("REVERSE")
@@ -104,8 +121,10 @@ def _reverse_check(result, *, axis, input1):
 
 @tosa_op("SLICE")
 def slice(*, input1: np.ndarray, start: np.ndarray, size: np.ndarray) -> np.ndarray:  # noqa: A001
-    index = tuple(np.s_[int(b):int(b) + int(n)]
-                  for b, n in zip(np.asarray(start).reshape(-1), np.asarray(size).reshape(-1)))
+    index = tuple(
+        np.s_[int(b) : int(b) + int(n)]
+        for b, n in zip(np.asarray(start).reshape(-1), np.asarray(size).reshape(-1))
+    )
     return input1[index].copy()
 
 
@@ -124,8 +143,10 @@ def _slice_check(result, *, input1, start, size):
             raise fail(op, f"start must not be negative, got {begin.tolist()}")
         end = begin + np.asarray(res.shape, dtype=np.int64)
         if (end > np.asarray(t.shape, dtype=np.int64)).any():
-            raise fail(op, f"start {begin.tolist()} + size {list(res.shape)} exceeds input1 "
-                           f"shape {t.shape}")
+            raise fail(
+                op,
+                f"start {begin.tolist()} + size {list(res.shape)} exceeds input1 shape {t.shape}",
+            )
 
 
 @tosa_op("TILE")

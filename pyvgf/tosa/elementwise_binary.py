@@ -7,18 +7,39 @@ from collections.abc import Iterable
 import numpy as np
 
 from ..errors import TosaError
-from ._common import (BOOL, FLOATS, I8, I16, I32, INTS, const_array,
-                      dtype_name, expect_bool_attr, expect_broadcast_result, expect_dtype,
-                      expect_nan_mode, expect_same_dtype, expect_shape, fail, float_op,
-                      nan_maximum, nan_minimum, require_range, result_type, saturate, tensor_type,
-                      wrap)
+from ._common import (
+    BOOL,
+    FLOATS,
+    I8,
+    I16,
+    I32,
+    INTS,
+    const_array,
+    dtype_name,
+    expect_bool_attr,
+    expect_broadcast_result,
+    expect_dtype,
+    expect_nan_mode,
+    expect_same_dtype,
+    expect_shape,
+    fail,
+    float_op,
+    nan_maximum,
+    nan_minimum,
+    require_range,
+    result_type,
+    saturate,
+    tensor_type,
+    wrap,
+)
 from .registry import tosa_op
 
 ARITH = (I32, *FLOATS)
 
 
-def _check_binary(op: str, result: object, input1: object, input2: object,
-                  allowed: Iterable[np.dtype]) -> None:
+def _check_binary(
+    op: str, result: object, input1: object, input2: object, allowed: Iterable[np.dtype]
+) -> None:
     """input1, input2 and the result share one element type from `allowed`, and broadcast."""
     res = result_type(op, result)
     t1, t2 = tensor_type(op, "input1", input1), tensor_type(op, "input2", input2)
@@ -267,4 +288,3 @@ def _table_check(result, *, input1, table):
     expect_shape(op, "table", tt, (256,) if t1.dtype == I8 else (513,))
     expect_dtype(op, "result", res, (I8,) if t1.dtype == I8 else (I32,))
     expect_shape(op, "result", res, t1.shape)
-

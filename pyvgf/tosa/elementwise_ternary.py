@@ -4,8 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (BOOL, FLOATS, INTS, expect_broadcast_result, expect_dtype,
-                      expect_same_dtype, result_type, tensor_type)
+from ._common import (
+    BOOL,
+    FLOATS,
+    INTS,
+    expect_broadcast_result,
+    expect_dtype,
+    expect_same_dtype,
+    result_type,
+    tensor_type,
+)
 from .registry import tosa_op
 
 
@@ -18,8 +26,10 @@ def select(*, input1: np.ndarray, input2: np.ndarray, input3: np.ndarray) -> np.
 def _select_check(result, *, input1, input2, input3):
     op = "SELECT"
     res = result_type(op, result)
-    t1, t2, t3 = (tensor_type(op, n, v) for n, v in
-                  (("input1", input1), ("input2", input2), ("input3", input3)))
+    t1, t2, t3 = (
+        tensor_type(op, n, v)
+        for n, v in (("input1", input1), ("input2", input2), ("input3", input3))
+    )
     expect_dtype(op, "input1", t1, (BOOL,))
     expect_dtype(op, "input2", t2, (BOOL, *INTS, *FLOATS))
     expect_same_dtype(op, "input3", t3, "input2", t2)

@@ -6,9 +6,24 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ._common import (BOOL, FLOATS, I8, I16, I32, const_array, dtype_name, expect_dtype,
-                      expect_same_dtype, expect_shape, fail, float_op, result_type,
-                      saturate, tensor_type, wrap)
+from ._common import (
+    BOOL,
+    FLOATS,
+    I8,
+    I16,
+    I32,
+    const_array,
+    dtype_name,
+    expect_dtype,
+    expect_same_dtype,
+    expect_shape,
+    fail,
+    float_op,
+    result_type,
+    saturate,
+    tensor_type,
+    wrap,
+)
 from .registry import tosa_op
 
 
@@ -56,12 +71,9 @@ def _ceil_check(result, *, input1):
 @tosa_op("CLZ")
 def clz(*, input1: np.ndarray) -> np.ndarray:
     bits = np.asarray(input1, dtype=np.int64) & 0xFFFFFFFF
-    count = np.zeros(bits.shape, dtype=np.int32)
-    for width in (16, 8, 4, 2, 1):
-        empty = (bits >> (32 - width)) == 0
-        count += np.where(empty, width, 0).astype(np.int32)
-        bits = np.where(empty, (bits << width) & 0xFFFFFFFF, bits)
-    return np.asarray(count + (bits == 0)).astype(np.int32)
+    # float64 holds every uint32 exactly; frexp's exponent is the bit length (0 for 0)
+    _, length = np.frexp(bits.astype(np.float64))
+    return np.asarray(32 - length).astype(np.int32)
 
 
 @clz.check

@@ -6,7 +6,7 @@ of summation can round. `exact_dtype` picks float32 or float64 from a bound on t
 absolute products and falls back to int64 only when neither is exact.
 
 Weight preparation (zero-point subtraction, layout for the GEMM) is cached for weights that
-cannot change: read-only arrays whose memory is read-only too (constants the interpreter holds).
+cannot change: read-only arrays whose memory is read-only too (a VGF file's constants).
 """
 
 from __future__ import annotations
@@ -53,13 +53,23 @@ def scalar(zero_point: np.ndarray | None) -> int | float:
 
 
 def _immutable(array: np.ndarray) -> bool:
+    """Whether nothing can change `array`: read-only views down to read-only memory (bytes, a
+    read-only mmap such as a VGF file's) or to a read-only array owning its data."""
     base: object = array
     while isinstance(base, np.ndarray):
         if base.flags.writeable:
             return False
         base = base.base
-    return base is None or isinstance(base, bytes) or (
-        isinstance(base, memoryview) and base.readonly and isinstance(base.obj, bytes))
+    return base is None or _readonly_memory(base)
+
+
+def _readonly_memory(obj: object) -> bool:
+    if isinstance(obj, memoryview):
+        return obj.readonly and _readonly_memory(obj.obj)
+    try:
+        return memoryview(obj).readonly  # type: ignore[arg-type]
+    except TypeError:
+        return False
 
 
 _CACHE: dict[tuple[int, Hashable], tuple[weakref.ref, object]] = {}
@@ -80,7 +90,7 @@ def prepared(weight: np.ndarray, key: Hashable, make: Callable[[], T]) -> T:
 
 
 def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
-           offset: int | float = 0, fill: int | float = 0) -> np.ndarray:
+           offset: float = 0, fill: float = 0) -> np.ndarray:
     """x - offset as `dtype`, with spatial axes 1.. padded by `pads` (before, after) with fill.
 
     Returns `x` itself when nothing needs doing (same dtype, no offset, no padding).
@@ -92,7 +102,8 @@ def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
         if offset:
             out -= offset
         return out
-    shape = (x.shape[0], *(n + a + b for n, (a, b) in zip(x.shape[1:], pads)), *x.shape[1 + len(pads):])
+    spatial = [n + a + b for n, (a, b) in zip(x.shape[1:], pads)]
+    shape = (x.shape[0], *spatial, *x.shape[1 + len(pads):])
     out = np.full(shape, fill, dtype) if fill else np.zeros(shape, dtype)
     inner = out[(slice(None), *(slice(a, a + n) for n, (a, _) in zip(x.shape[1:], pads)))]
     inner[...] = x

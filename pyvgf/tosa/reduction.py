@@ -7,14 +7,31 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ._common import (BOOL, FLOATS, FP8, I8, I16, I32, INTS, NAN_PROPAGATE, expect_axis,
-                      expect_dtype, expect_nan_mode, expect_same_dtype, expect_shape, fail,
-                      result_type, tensor_type, wrap)
+from ._common import (
+    BOOL,
+    FLOATS,
+    FP8,
+    I8,
+    I16,
+    I32,
+    INTS,
+    NAN_PROPAGATE,
+    expect_axis,
+    expect_dtype,
+    expect_nan_mode,
+    expect_same_dtype,
+    expect_shape,
+    fail,
+    result_type,
+    tensor_type,
+    wrap,
+)
 from .registry import tosa_op
 
 
-def _check_reduce(op: str, result: object, axis: object, input: object,
-                  allowed: Iterable[np.dtype]) -> None:
+def _check_reduce(
+    op: str, result: object, axis: object, input: object, allowed: Iterable[np.dtype]
+) -> None:
     """The result has the input's element type and shape with the reduced axis set to 1."""
     res = result_type(op, result)
     t = tensor_type(op, "input", input)
@@ -23,7 +40,7 @@ def _check_reduce(op: str, result: object, axis: object, input: object,
         raise fail(op, "input must have rank 1 or more")
     ax = expect_axis(op, axis, t.rank)
     expect_same_dtype(op, "result", res, "input", t)
-    expect_shape(op, "result", res, t.shape[:ax] + (1,) + t.shape[ax + 1:])
+    expect_shape(op, "result", res, t.shape[:ax] + (1,) + t.shape[ax + 1 :])
 
 
 def _fp32(x: np.ndarray) -> np.ndarray:
@@ -37,7 +54,9 @@ def argmax(*, axis: int, nan_mode: int, input: np.ndarray) -> np.ndarray:  # noq
     values = _fp32(input)
     if nan_mode != NAN_PROPAGATE:
         values = np.where(np.isnan(values), np.float32(-np.inf), values)
-    return np.asarray(np.argmax(values, axis=axis)).astype(I32)  # numpy picks the first NaN, as the spec
+    return np.asarray(np.argmax(values, axis=axis)).astype(
+        I32
+    )  # numpy picks the first NaN, as the spec
 
 
 @argmax.check
@@ -51,7 +70,7 @@ def _argmax_check(result, *, axis, nan_mode, input):  # noqa: A002
     ax = expect_axis(op, axis, t.rank)
     expect_nan_mode(op, nan_mode)
     expect_dtype(op, "result", res, (I32,))
-    expect_shape(op, "result", res, t.shape[:ax] + t.shape[ax + 1:])
+    expect_shape(op, "result", res, t.shape[:ax] + t.shape[ax + 1 :])
 
 
 @tosa_op("REDUCE_ALL")

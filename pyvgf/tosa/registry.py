@@ -7,8 +7,12 @@ Call convention (the graph interpreter relies on it):
     as ml_dtypes types, bool as numpy bool). Attributes arrive evaluated: scalars as Python
     int/bool/float, rank-1 attribute tensors (pad, stride, kernel, perms, ...) as numpy arrays.
     Zero points, shifts, multipliers, tables, shapes and padding arrive as numpy arrays.
+  * A variadic operand (CONCAT's `input1`) arrives as a tuple of arrays.
+  * An op whose result type does not follow from its operands (CAST) declares a keyword
+    `result_dtype`: the interpreter then passes the declared result's numpy dtype there.
   * The function returns one numpy array (a tuple of arrays for FFT2D and RFFT2D) whose dtype
-    and shape are exactly the result type the graph declares.
+    and shape are exactly the result type the graph declares. Operands are read-only: never
+    modify them (constants are shared by every run).
 
 Plan-time checks: `@fn.check` registers `check(result, **operands)`. There each operand is a
 `TensorType` when its value is known only at run time, or its value when it is a constant;

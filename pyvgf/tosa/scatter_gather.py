@@ -5,8 +5,19 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TosaError
-from ._common import (FLOATS, FP8, I32, INTS, expect_dtype, expect_rank, expect_same_dtype,
-                      expect_shape, fail, result_type, tensor_type)
+from ._common import (
+    FLOATS,
+    FP8,
+    I32,
+    INTS,
+    expect_dtype,
+    expect_rank,
+    expect_same_dtype,
+    expect_shape,
+    fail,
+    result_type,
+    tensor_type,
+)
 from .registry import tosa_op
 
 VALUE_TYPES = (*INTS, *FLOATS, *FP8)

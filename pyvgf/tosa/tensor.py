@@ -12,7 +12,7 @@ import numpy as np
 
 from . import checking as ck
 from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, I48
-from .kernels import F32, I64, exact_dtype, max_offset, scalar
+from .kernels import F32, exact_dtype, max_offset, scalar
 from .registry import tosa_op
 
 MATMUL_TYPES = {

@@ -4,10 +4,33 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (BF16, BOOL, FLOATS, FP8, FP16, FP32, I8, I16, I32, I48, INTS,
-                      apply_scale_16, apply_scale_32, const_array, dtype_name, expect_bool_attr,
-                      expect_dtype, expect_int_attr, expect_shape, fail, int_max, int_min,
-                      result_type, saturate, tensor_type, wrap)
+from ._common import (
+    BF16,
+    BOOL,
+    FLOATS,
+    FP8,
+    FP16,
+    FP32,
+    I8,
+    I16,
+    I32,
+    I48,
+    INTS,
+    apply_scale_16,
+    apply_scale_32,
+    const_array,
+    dtype_name,
+    expect_bool_attr,
+    expect_dtype,
+    expect_int_attr,
+    expect_shape,
+    fail,
+    int_max,
+    int_min,
+    result_type,
+    tensor_type,
+    wrap,
+)
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -28,7 +51,8 @@ _CASTS: dict[np.dtype, tuple[np.dtype, ...]] = {
 
 @tosa_op("CAST")
 def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A002
-    """CAST needs the declared result element type: the interpreter passes it as result_dtype."""
+    """CAST's operands do not determine its result type, so besides `input` (the grammar's only
+    operand) it takes `result_dtype`, the element type of the declared result."""
     out = np.dtype(result_dtype)
     src = input.dtype
     if src == BOOL or src in INTS and out in INTS:
@@ -38,8 +62,10 @@ def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A
     if out in INTS:
         wide = input.astype(np.float64)  # holds every int32 exactly, so clipping is exact
         # NaN becomes 0 for i8/i16 and INT32_MIN for i32, as tosa_reference_model gives
-        rounded = np.rint(np.nan_to_num(wide, nan=0.0 if out != I32 else float(int_min(I32))))
-        return saturate(rounded, out)
+        np.copyto(wide, 0.0 if out != I32 else float(int_min(I32)), where=np.isnan(wide))
+        np.rint(wide, out=wide)
+        np.clip(wide, int_min(out), int_max(out), out=wide)
+        return wide.astype(out)
     return input.astype(np.float32).astype(out)
 
 
@@ -50,6 +76,12 @@ def _cast_check(result, *, input, result_dtype=None):  # noqa: A002
     t = tensor_type(op, "input", input)
     expect_dtype(op, "input", t, tuple(_CASTS))
     expect_dtype(op, "result", res, _CASTS[np.dtype(t.dtype)])
+    if result_dtype is not None and np.dtype(result_dtype) != np.dtype(res.dtype):
+        raise fail(
+            op,
+            f"result_dtype {dtype_name(result_dtype)} differs from the declared result type "
+            f"{dtype_name(res.dtype)}",
+        )
     expect_shape(op, "result", res, t.shape)
 
 
@@ -59,15 +91,21 @@ def _zero_point(value: np.ndarray, dtype: np.dtype, unsigned: bool) -> int:
 
 
 @tosa_op("RESCALE")
-def rescale(*, scale32: bool, rounding_mode: int, per_channel: bool, input_unsigned: bool,
-            output_unsigned: bool, input: np.ndarray, multiplier: np.ndarray,  # noqa: A002
-            shift: np.ndarray, input_zp: np.ndarray, output_zp: np.ndarray) -> np.ndarray:
+def rescale(
+    *,
+    scale32: bool,
+    rounding_mode: int,
+    per_channel: bool,
+    input_unsigned: bool,
+    output_unsigned: bool,
+    input: np.ndarray,  # noqa: A002
+    multiplier: np.ndarray,
+    shift: np.ndarray,
+    input_zp: np.ndarray,
+    output_zp: np.ndarray,
+) -> np.ndarray:
     in_dtype = input.dtype
     out_dtype = np.asarray(output_zp).dtype
-    if scale32 and rounding_mode != DOUBLE_ROUND and not input_unsigned and not output_unsigned:
-        return _rescale_signed32(input, multiplier, shift, per_channel,
-                                 _zero_point(input_zp, in_dtype, False),
-                                 _zero_point(output_zp, out_dtype, False), out_dtype)
     value = input.astype(np.int64)
     if input_unsigned:
         value &= (1 << (8 * in_dtype.itemsize)) - 1
@@ -80,47 +118,30 @@ def rescale(*, scale32: bool, rounding_mode: int, per_channel: bool, input_unsig
         scaled = apply_scale_32(value, mult, shifts, rounding_mode == DOUBLE_ROUND)
     else:
         scaled = apply_scale_16(value, mult, shifts)
-    # apply_scale_* and the zero point addition are int32 operations in the specification
-    scaled = wrap(wrap(scaled, I32) + _zero_point(output_zp, out_dtype, output_unsigned), I32)
+    # Results outside int32 break a REQUIRE of the spec (unpredictable); they saturate here.
+    scaled += _zero_point(output_zp, out_dtype, output_unsigned)
     if output_unsigned:
-        bits = 8 * out_dtype.itemsize
-        return wrap(np.clip(scaled, 0, (1 << bits) - 1), out_dtype)
-    return saturate(scaled, out_dtype)
-
-
-def _rescale_signed32(input: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,  # noqa: A002
-                      per_channel: bool, input_zp: int, output_zp: int,
-                      out_dtype: np.dtype) -> np.ndarray:
-    """RESCALE's common case (scale32, single rounding, signed) in few passes over one int64
-    buffer, exactly the general path's arithmetic: with v = input and per-channel m, s,
-
-        (((v - izp) * m + 2**(s-1)) >> s) + ozp  ==  (v * m + (2**(s-1) - izp * m + ozp * 2**s)) >> s
-
-    (an arithmetic shift is a floor division, so whole multiples of 2**s pass through it), and
-    the int32 wrap of the sum is the wrap of its parts. ozp * 2**s joins the addend only where
-    it cannot overflow int64."""
-    mult = np.asarray(multiplier, dtype=np.int64).reshape(-1)
-    shifts = np.asarray(shift, dtype=np.int64).reshape(-1)
-    if not per_channel:
-        mult, shifts = mult[:1], shifts[:1]
-    addend = np.left_shift(np.int64(1), shifts - 1) - input_zp * mult
-    fold = abs(output_zp).bit_length() + int(shifts.max(initial=0)) <= 60
-    if fold:
-        addend += np.left_shift(np.int64(output_zp), shifts)
-    value = np.multiply(input, mult, dtype=np.int64)
-    value += addend
-    value >>= shifts
-    if not fold:
-        value += output_zp
-    scaled = value.astype(I32)
-    if out_dtype == I32:
-        return scaled
-    return np.clip(scaled, int_min(out_dtype), int_max(out_dtype), out=scaled).astype(out_dtype)
+        np.clip(scaled, 0, (1 << (8 * out_dtype.itemsize)) - 1, out=scaled)
+        return wrap(scaled, out_dtype)
+    np.clip(scaled, int_min(out_dtype), int_max(out_dtype), out=scaled)
+    return scaled.astype(out_dtype)
 
 
 @rescale.check
-def _rescale_check(result, *, scale32, rounding_mode, per_channel, input_unsigned,
-                   output_unsigned, input, multiplier, shift, input_zp, output_zp):  # noqa: A002
+def _rescale_check(
+    result,
+    *,
+    scale32,
+    rounding_mode,
+    per_channel,
+    input_unsigned,
+    output_unsigned,
+    input,
+    multiplier,
+    shift,
+    input_zp,
+    output_zp,
+):  # noqa: A002
     op = "RESCALE"
     res = result_type(op, result)
     t = tensor_type(op, "input", input)
@@ -144,6 +165,10 @@ def _rescale_check(result, *, scale32, rounding_mode, per_channel, input_unsigne
         raise fail(op, f"input_unsigned needs an i8 or i16 input, got {dtype_name(t.dtype)}")
     if out_u and res.dtype not in (I8, I16):
         raise fail(op, f"output_unsigned needs an i8 or i16 result, got {dtype_name(res.dtype)}")
+    if in_u and res.dtype == I32:
+        raise fail(op, "input_unsigned needs an i8 or i16 result, got i32")
+    if out_u and t.dtype in (I32, I48):
+        raise fail(op, f"output_unsigned needs an i8 or i16 input, got {dtype_name(t.dtype)}")
     if per_channel and t.rank < 1:
         raise fail(op, "per_channel needs an input of rank 1 or more")
     channels = t.shape[-1] if per_channel else 1
@@ -151,11 +176,16 @@ def _rescale_check(result, *, scale32, rounding_mode, per_channel, input_unsigne
     shifts = const_array(op, "shift", shift, I8, channels)
     if shifts is not None and ((shifts < 2) | (shifts > 62)).any():
         raise fail(op, f"shift values must lie in [2, 62], got {shifts.tolist()}")
-    for name, zp, dtype, unsigned in (("input_zp", input_zp, t.dtype, in_u),
-                                      ("output_zp", output_zp, res.dtype, out_u)):
+    for name, zp, dtype, unsigned in (
+        ("input_zp", input_zp, t.dtype, in_u),
+        ("output_zp", output_zp, res.dtype, out_u),
+    ):
         values = const_array(op, name, zp, dtype, 1)
         if values is None or values[0] == 0 or dtype == I8:
             continue
         if not (dtype == I16 and unsigned and _zero_point(values, dtype, True) == 32768):
-            raise fail(op, f"{name} must be 0 for {dtype_name(dtype)}"
-                           f"{' (or 32768 when unsigned)' if dtype == I16 else ''}, got {values[0]}")
+            raise fail(
+                op,
+                f"{name} must be 0 for {dtype_name(dtype)}"
+                f"{' (or 32768 when unsigned)' if dtype == I16 else ''}, got {values[0]}",
+            )

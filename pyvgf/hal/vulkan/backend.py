@@ -22,7 +22,7 @@ from ...errors import HalError
 from .. import _classes as hal
 from . import _ffi, commands, pipelines, tensors
 from ._vk import new_struct, vk
-from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance
+from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance, pick_device
 
 _DEVICE_TYPES = {0: "other", 1: "integrated-gpu", 2: "discrete-gpu", 3: "virtual-gpu", 4: "cpu"}
 
@@ -42,24 +42,11 @@ def request_adapter(
     try:
         devices = instance.physical_devices()
         reports = [instance.describe(i, pd) for i, pd in enumerate(devices)]
-        index = _pick(reports, device_index)
+        index = pick_device(reports, device_index)
         return VulkanAdapter(instance, devices[index], reports[index])
     except BaseException:
         instance.release()
         raise
-
-
-def _pick(reports: list[DeviceReport], device_index: int | None) -> int:
-    if device_index is not None:
-        if not 0 <= device_index < len(reports):
-            raise HalError(f"Vulkan device index {device_index} out of range 0..{len(reports) - 1}")
-        index = device_index
-    else:
-        rank = {2: 0, 1: 1, 3: 2, 4: 3}
-        index = min(range(len(reports)), key=lambda i: (not reports[i].usable, rank.get(reports[i].device_type_code, 9), i))
-    if not reports[index].usable:
-        raise HalError(f"Vulkan device {index} ({reports[index].name}) lacks {reports[index].missing_text()}")
-    return index
 
 
 def _limits(physical_device: Any) -> hal.Limits:
@@ -376,16 +363,8 @@ class VulkanCommandEncoder(hal.CommandEncoder):
     def _dispatch(self, x, y, z):
         self._commands.append(lambda cb: cb.dispatch(x, y, z))
 
-    def _copy_tensor(self, src, dst, regions):
-        whole = (tuple([0] * len(src.shape)), tuple([0] * len(src.shape)), tuple(src.shape))
-        spans = [(tuple(r.src_offset), tuple(r.dst_offset), tuple(r.extent)) for r in regions]
-        if src.shape != dst.shape or spans != [whole]:
-            raise HalError(
-                f"vkCmdCopyTensorARM copies whole tensors of equal shape only (one region, zero offsets, "
-                f"extent = shape: VUID-VkCopyTensorInfoARM-regionCount-09686, -09687, -09688, -09689); "
-                f"got {src!r} -> {dst!r} with regions {regions}"
-            )
-        self._commands.append(lambda cb: cb.copy_tensor(src.vk, dst.vk, spans))
+    def _copy_tensor(self, src, dst):
+        self._commands.append(lambda cb: cb.copy_tensor(src.vk, dst.vk))
 
     def _copy_buffer(self, src, dst, src_offset, dst_offset, size):
         self._commands.append(lambda cb: cb.copy_buffer(src.vk, dst.vk, src_offset, dst_offset, size))
@@ -503,11 +482,50 @@ class VulkanQueue(hal.Queue):
 
     def _write_tensor(self, tensor, data):
         self._finish_earlier_work()
-        tensor.array()[...] = data
+        if tensor.description.tiling == hal.TensorTiling.LINEAR:
+            tensor.array()[...] = data
+        else:
+            self._staged(tensor, data)
 
     def _read_tensor(self, tensor):
         self._finish_earlier_work()
-        return np.array(tensor.array(), copy=True, order="C")
+        if tensor.description.tiling == hal.TensorTiling.LINEAR:
+            return np.array(tensor.array(), copy=True, order="C")
+        return self._staged(tensor, None)
+
+    def _staged(self, tensor: VulkanTensor, data: np.ndarray | None) -> np.ndarray | None:
+        """Host transfer of an OPTIMAL tensor (no host layout) through a LINEAR staging tensor
+        in host-visible memory and a whole-tensor vkCmdCopyTensorARM: written when `data` is
+        given, else read and returned."""
+        device: VulkanDevice = self.device
+        ctx, d = device.ctx, tensor.description
+        usage = int(hal.TensorUsage.TRANSFER_SRC | hal.TensorUsage.TRANSFER_DST)
+        staging = tensors.Tensor(ctx, d.format, d.shape, usage=usage, with_view=False, label="staging")
+        cb = fence = None
+        try:
+            with device.lock:
+                cb = commands.CommandBuffer(ctx)
+                cb.begin()
+                if data is not None:
+                    staging.array(d.dtype)[...] = data
+                    cb.copy_tensor(staging, tensor.vk)
+                    cb.memory_barrier()
+                else:
+                    cb.copy_tensor(tensor.vk, staging)
+                cb.host_barrier()
+                cb.end()
+            fence = commands.Fence(ctx)
+            with self._lock:
+                commands.submit(ctx, [cb], fence)
+            fence.wait()
+            return None if data is not None else np.array(staging.array(d.dtype), copy=True, order="C")
+        finally:
+            if fence is not None:
+                fence.destroy()
+            if cb is not None:
+                with device.lock:
+                    cb.destroy()
+            staging.destroy()
 
     def _write_buffer(self, buffer, data, offset):
         self._finish_earlier_work()

@@ -38,7 +38,7 @@ class CommandBuffer:
             commandPool=ctx.command_pool, level=mod.VK_COMMAND_BUFFER_LEVEL_PRIMARY, commandBufferCount=1
         )
         self.handle = call("vkAllocateCommandBuffers", mod.vkAllocateCommandBuffers, ctx.device, info)[0]
-        ctx.live["VkCommandBuffer"] += 1
+        ctx.live.add("VkCommandBuffer", 1)
         self._recording = False
 
     def begin(self) -> None:
@@ -76,19 +76,19 @@ class CommandBuffer:
         mod = vk()
         mod.vkCmdPushConstants(self.handle, layout.handle, stages, offset, len(data), mod.ffi.new("char[]", data))
 
-    def copy_tensor(self, src: Tensor, dst: Tensor, regions: list[tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]]) -> None:
-        """vkCmdCopyTensorARM of (src offset, dst offset, extent) regions, in elements."""
+    def copy_tensor(self, src: Tensor, dst: Tensor) -> None:
+        """vkCmdCopyTensorARM of the whole tensor (the one region VK_ARM_tensors allows)."""
         self._require_recording("copy_tensor")
+        zeros = [0] * len(src.shape)
         items = [
             new_struct(
                 "VkTensorCopyARM",
                 sType=_ffi.STRUCTURE_TYPE_TENSOR_COPY_ARM,
-                dimensionCount=len(extent),
-                pSrcOffset=ffi.new("uint64_t[]", list(src_off)),
-                pDstOffset=ffi.new("uint64_t[]", list(dst_off)),
-                pExtent=ffi.new("uint64_t[]", list(extent)),
+                dimensionCount=len(zeros),
+                pSrcOffset=ffi.new("uint64_t[]", zeros),
+                pDstOffset=ffi.new("uint64_t[]", zeros),
+                pExtent=ffi.new("uint64_t[]", list(src.shape)),
             )
-            for src_off, dst_off, extent in regions
         ]
         info = new_struct(
             "VkCopyTensorInfoARM",
@@ -167,7 +167,7 @@ class CommandBuffer:
         if self.handle is not None and ctx.device is not None:
             vk().vkFreeCommandBuffers(ctx.device, ctx.command_pool, 1, [self.handle])
             self.handle = None
-            ctx.live["VkCommandBuffer"] -= 1
+            ctx.live.add("VkCommandBuffer", -1)
 
 
 class Fence:
@@ -177,7 +177,7 @@ class Fence:
         mod = vk()
         self.ctx = ctx
         self.handle = call("vkCreateFence", mod.vkCreateFence, ctx.device, mod.VkFenceCreateInfo(), None)
-        ctx.live["VkFence"] += 1
+        ctx.live.add("VkFence", 1)
 
     def wait_for(self, timeout_s: float | None = None) -> bool:
         """Block until signalled (True) or `timeout_s` seconds pass (False); HalError when the
@@ -207,7 +207,7 @@ class Fence:
         if self.handle is not None and self.ctx.device is not None:
             vk().vkDestroyFence(self.ctx.device, self.handle, None)
             self.handle = None
-            self.ctx.live["VkFence"] -= 1
+            self.ctx.live.add("VkFence", -1)
 
 
 def submit(ctx: VulkanContext, buffers: list[CommandBuffer], fence: Fence) -> None:

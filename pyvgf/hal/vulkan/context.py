@@ -7,6 +7,9 @@ function pointers, and a count of every live Vulkan object it created (for leak 
 from __future__ import annotations
 
 import functools
+import itertools
+import logging
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -15,7 +18,7 @@ from typing import Any
 from ...errors import HalError
 from . import _ffi, layers
 from ._ffi import ffi
-from ._vk import call, new_struct, to_arm, vk
+from ._vk import call, check, new_struct, to_arm, vk
 
 API_VERSION = (1, 3, 0)
 
@@ -92,12 +95,14 @@ def _make_version(major: int, minor: int, patch: int) -> int:
 
 @functools.cache
 def native_arm_extensions() -> tuple[frozenset[str], ...]:
-    """Per physical device, the ARM ML extensions its driver has with no layer enabled."""
+    """Per physical device, the ARM ML extensions its driver has with no layer enabled (layers
+    that the environment enables, as the scenario_runner recipe does, are held off)."""
     mod = vk()
     app = mod.VkApplicationInfo(
         pApplicationName="pyvgf-probe", apiVersion=_make_version(*API_VERSION)
     )
-    inst = call("vkCreateInstance", mod.vkCreateInstance, mod.VkInstanceCreateInfo(pApplicationInfo=app), None)
+    with layers.without_environment_layers():
+        inst = call("vkCreateInstance", mod.vkCreateInstance, mod.VkInstanceCreateInfo(pApplicationInfo=app), None)
     try:
         out = []
         for pd in mod.vkEnumeratePhysicalDevices(inst):
@@ -106,6 +111,40 @@ def native_arm_extensions() -> tuple[frozenset[str], ...]:
         return tuple(out)
     finally:
         mod.vkDestroyInstance(inst, None)
+
+
+class LiveCounts(Counter):
+    """Live Vulkan objects by type; `add` is safe from several threads (runs in flight create
+    and destroy objects concurrently)."""
+
+    def __init__(self, *args: Any, **kwargs: int) -> None:
+        super().__init__(*args, **kwargs)
+        self._lock = threading.Lock()
+
+    def add(self, kind: str, delta: int) -> None:
+        with self._lock:
+            self[kind] += delta
+
+
+_sinks: dict[int, MessageSink] = {}
+_sink_ids = itertools.count(1)
+_log = logging.getLogger("pyvgf.vulkan")
+
+
+def _log_message(severity: int, types: int, msg_id: str, text: str) -> None:
+    _log.warning("%s", text)
+
+
+def _route_message(severity, types, data, user_data):  # noqa: ANN001 - the debug-utils callback
+    """The one debug-utils callback of the process (the `vulkan` package keeps a single Python
+    callback per callback type); `pUserData` says which instance's sink gets the message."""
+    mod = vk()
+    sink = _sinks.get(int(mod.ffi.cast("uintptr_t", user_data)))
+    if sink is not None:
+        msg_id = mod.ffi.string(data.pMessageIdName).decode() if data.pMessageIdName else ""
+        text = mod.ffi.string(data.pMessage).decode(errors="replace") if data.pMessage else ""
+        sink(int(severity), int(types), msg_id, text)
+    return 0
 
 
 class _FeatureChain:
@@ -160,6 +199,24 @@ class _FeatureChain:
             self.replicated.shaderReplicatedComposites = 1
 
 
+def pick_device(reports: list[DeviceReport], device_index: int | None) -> int:
+    """The index of the device to use: `device_index`, or the best usable one (discrete GPU,
+    integrated, virtual, CPU); HalError naming what it lacks when it is not usable."""
+    if device_index is not None:
+        if not 0 <= device_index < len(reports):
+            raise HalError(f"Vulkan device index {device_index} out of range 0..{len(reports) - 1}")
+        index = device_index
+    else:
+        index = min(
+            range(len(reports)),
+            key=lambda i: (not reports[i].usable, _TYPE_RANK.get(reports[i].device_type_code, 9), i),
+        )
+    report = reports[index]
+    if not report.usable:
+        raise HalError(f"Vulkan device {index} ({report.name}) lacks {report.missing_text()}")
+    return index
+
+
 class VulkanInstance:
     """A VkInstance with the emulation layers stacked when needed, and its physical devices.
 
@@ -174,11 +231,11 @@ class VulkanInstance:
         emulation: str = "auto",
         validation: bool = False,
         on_message: MessageSink | None = None,
-        live: Counter[str] | None = None,
+        live: LiveCounts | None = None,
     ):
         if emulation not in ("auto", "always", "never"):
             raise HalError(f"emulation must be 'auto', 'always' or 'never', not {emulation!r}")
-        self.live: Counter[str] = Counter() if live is None else live
+        self.live = LiveCounts() if live is None else live
         self.handle = None
         self._users = 1
         self._messenger = None
@@ -250,40 +307,57 @@ class VulkanInstance:
                 ppEnabledExtensionNames=extensions or None,
             )
             self.handle = call("vkCreateInstance", mod.vkCreateInstance, info, None)
-        self.live["VkInstance"] += 1
+        self.live.add("VkInstance", 1)
         self.layers = enabled
         if extensions:
             self._create_messenger()
 
     def _create_messenger(self) -> None:
         mod = vk()
-        sink = self._on_message
-
-        def callback(severity, types, data, user_data):  # noqa: ANN001 - cffi callback
-            msg_id = mod.ffi.string(data.pMessageIdName).decode() if data.pMessageIdName else ""
-            text = mod.ffi.string(data.pMessage).decode(errors="replace") if data.pMessage else ""
-            if sink is not None:
-                sink(int(severity), int(types), msg_id, text)
-            return 0
-
+        key = next(_sink_ids)
+        _sinks[key] = self._on_message or _log_message
+        self._sink_key = key
         info = mod.VkDebugUtilsMessengerCreateInfoEXT(
             messageSeverity=mod.VK_DEBUG_UTILS_MESSAGE_SEVERITY_WARNING_BIT_EXT
             | mod.VK_DEBUG_UTILS_MESSAGE_SEVERITY_ERROR_BIT_EXT,
             messageType=mod.VK_DEBUG_UTILS_MESSAGE_TYPE_GENERAL_BIT_EXT
             | mod.VK_DEBUG_UTILS_MESSAGE_TYPE_VALIDATION_BIT_EXT
             | mod.VK_DEBUG_UTILS_MESSAGE_TYPE_PERFORMANCE_BIT_EXT,
-            pfnUserCallback=callback,
+            pfnUserCallback=_route_message,
+            pUserData=mod.ffi.cast("void*", key),
         )
-        self._callback = callback
         create = mod.vkGetInstanceProcAddr(self.handle, "vkCreateDebugUtilsMessengerEXT")
         self._messenger = create(self.handle, info, None)
-        self.live["VkDebugUtilsMessengerEXT"] += 1
+        self.live.add("VkDebugUtilsMessengerEXT", 1)
 
     def physical_devices(self) -> list[Any]:
         devices = vk().vkEnumeratePhysicalDevices(self.handle)
         if not devices:
             raise HalError("the Vulkan loader found no physical device (no driver installed?)")
         return list(devices)
+
+    def data_graph_operations(self, pd: Any) -> list[tuple[int, str, int]]:
+        """(queue family, operation set name, version) of every data graph operation the
+        device's queue families offer (vkGetPhysicalDeviceQueueFamilyDataGraphPropertiesARM)."""
+        mod = vk()
+        name = _ffi.INSTANCE_FUNCTIONS[0]
+        ptr = mod.lib.vkGetInstanceProcAddr(self.handle, name.encode())
+        if ptr == mod.ffi.NULL:
+            return []
+        query = ffi.cast(f"PFN_{name}", ptr)
+        arm_pd = to_arm("VkPhysicalDevice", pd)
+        out = []
+        for family in range(len(mod.vkGetPhysicalDeviceQueueFamilyProperties(pd))):
+            count = ffi.new("uint32_t*")
+            check(query(arm_pd, family, count, ffi.NULL), name)
+            props = ffi.new("VkQueueFamilyDataGraphPropertiesARM[]", count[0])
+            for i in range(count[0]):
+                props[i].sType = _ffi.STRUCTURE_TYPE_QUEUE_FAMILY_DATA_GRAPH_PROPERTIES_ARM
+            check(query(arm_pd, family, count, props), name)
+            for i in range(count[0]):
+                op = props[i].operation
+                out.append((family, ffi.string(op.name).decode(errors="replace"), int(op.version)))
+        return out
 
     def reports(self) -> list[DeviceReport]:
         """What each physical device offers, in enumeration order."""
@@ -342,10 +416,11 @@ class VulkanInstance:
             destroy = mod.vkGetInstanceProcAddr(self.handle, "vkDestroyDebugUtilsMessengerEXT")
             destroy(self.handle, self._messenger, None)
             self._messenger = None
-            self.live["VkDebugUtilsMessengerEXT"] -= 1
+            _sinks.pop(self._sink_key, None)
+            self.live.add("VkDebugUtilsMessengerEXT", -1)
         mod.vkDestroyInstance(self.handle, None)
         self.handle = None
-        self.live["VkInstance"] -= 1
+        self.live.add("VkInstance", -1)
 
 
 class VulkanContext:
@@ -363,7 +438,7 @@ class VulkanContext:
         on_message: MessageSink | None = None,
     ):
         mod = vk()
-        self.live: Counter[str] = Counter()
+        self.live = LiveCounts()
         self.device = None
         if instance is None:
             self.vi = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message, live=self.live)
@@ -386,19 +461,8 @@ class VulkanContext:
     def _choose(self, device_index: int | None) -> tuple[Any, DeviceReport]:
         devices = self.vi.physical_devices()
         reports = [self.vi.describe(i, pd) for i, pd in enumerate(devices)]
-        if device_index is not None:
-            if not 0 <= device_index < len(devices):
-                raise HalError(f"Vulkan device index {device_index} out of range 0..{len(devices) - 1}")
-            best = device_index
-        else:
-            best = min(
-                range(len(devices)),
-                key=lambda i: (not reports[i].usable, _TYPE_RANK.get(reports[i].device_type_code, 9), i),
-            )
-        report = reports[best]
-        if not report.usable:
-            raise HalError(f"Vulkan device {best} ({report.name}) lacks {report.missing_text()}")
-        return devices[best], report
+        index = pick_device(reports, device_index)
+        return devices[index], reports[index]
 
     # -- logical device ---------------------------------------------------------------------
 
@@ -439,7 +503,7 @@ class VulkanContext:
             ppEnabledExtensionNames=enable,
         )
         self.device = call("vkCreateDevice", mod.vkCreateDevice, self.physical_device, info, None)
-        self.live["VkDevice"] += 1
+        self.live.add("VkDevice", 1)
         self.arm_device = to_arm("VkDevice", self.device)
         self.fn = _load_device_functions(self.device)
         self.queue = mod.vkGetDeviceQueue(self.device, self.queue_family, 0)
@@ -448,7 +512,7 @@ class VulkanContext:
             queueFamilyIndex=self.queue_family,
         )
         self.command_pool = call("vkCreateCommandPool", mod.vkCreateCommandPool, self.device, pool_info, None)
-        self.live["VkCommandPool"] += 1
+        self.live.add("VkCommandPool", 1)
 
     # -- memory -----------------------------------------------------------------------------
 
@@ -481,13 +545,13 @@ class VulkanContext:
                 continue
             except mod.VkError as exc:
                 raise HalError(f"vkAllocateMemory of {size} bytes failed: {type(exc).__name__}") from exc
-            self.live["VkDeviceMemory"] += 1
+            self.live.add("VkDeviceMemory", 1)
             return memory, index
         raise HalError(f"vkAllocateMemory of {size} bytes failed in every allowed memory type: {type(failure).__name__}")
 
     def free(self, memory: Any) -> None:
         vk().vkFreeMemory(self.device, memory, None)
-        self.live["VkDeviceMemory"] -= 1
+        self.live.add("VkDeviceMemory", -1)
 
     # -- teardown ---------------------------------------------------------------------------
 
@@ -499,10 +563,10 @@ class VulkanContext:
             if getattr(self, "command_pool", None) is not None:
                 mod.vkDestroyCommandPool(self.device, self.command_pool, None)
                 self.command_pool = None
-                self.live["VkCommandPool"] -= 1
+                self.live.add("VkCommandPool", -1)
             mod.vkDestroyDevice(self.device, None)
             self.device = None
-            self.live["VkDevice"] -= 1
+            self.live.add("VkDevice", -1)
         if self.instance is not None:
             self.vi.release()
             self.instance = None

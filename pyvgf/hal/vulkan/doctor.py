@@ -40,12 +40,16 @@ def diagnose() -> tuple[str, bool]:
         if instance.layers:
             lines.append(f"  layers: {' > '.join(instance.layers)} (application side first)")
         reports = instance.reports()
+        operations = [
+            instance.data_graph_operations(pd) if r.usable else []
+            for r, pd in zip(reports, instance.physical_devices())
+        ]
     except HalError as exc:
         lines.append(f"  not usable: {exc}")
         return "\n".join(lines), False
     finally:
         instance.destroy()
-    for r in reports:
+    for r, ops in zip(reports, operations):
         lines.append(f"  device {r.index}: {r.name} ({r.device_type}), Vulkan {r.api_version}, driver {r.driver}")
         own = native[r.index] if r.index < len(native) else frozenset()
         for ext in (_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH):
@@ -56,6 +60,9 @@ def diagnose() -> tuple[str, bool]:
             else:
                 how = "missing"
             lines.append(f"    {ext}: {how}")
+        if ops:
+            listed = ", ".join(f"{name} v{version} (queue family {family})" for family, name, version in ops)
+            lines.append(f"    data graph operations: {listed}")
         replicated = "yes" if _ffi.EXT_REPLICATED_COMPOSITES in r.extensions else "no"
         lines.append(f"    {_ffi.EXT_REPLICATED_COMPOSITES}: {replicated}")
         lines.append("    status: ready" if r.usable else f"    status: lacks {r.missing_text()}")

@@ -130,6 +130,17 @@ def layer_search_path(folders: list[Path]) -> Iterator[None]:
             os.environ["VK_ADD_LAYER_PATH"] = old
 
 
+@contextmanager
+def without_environment_layers() -> Iterator[None]:
+    """Hide VK_INSTANCE_LAYERS and VK_LOADER_LAYERS_ENABLE from the loader for the duration
+    (to see what a driver has by itself), then restore them."""
+    saved = {name: os.environ.pop(name) for name in ("VK_INSTANCE_LAYERS", "VK_LOADER_LAYERS_ENABLE") if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
 def emulation_layer_env(dest: Path | None = None) -> dict[str, str]:
     """Environment variables that enable the emulation layers, in the right order, in a child
     process (scenario_runner, say): VK_LAYER_PATH (Graph folder first), VK_INSTANCE_LAYERS and,

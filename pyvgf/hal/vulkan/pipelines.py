@@ -31,13 +31,13 @@ class DescriptorSetLayout:
         ]
         info = mod.VkDescriptorSetLayoutCreateInfo(bindingCount=len(items), pBindings=items or None)
         self.handle = call("vkCreateDescriptorSetLayout", mod.vkCreateDescriptorSetLayout, ctx.device, info, None)
-        ctx.live["VkDescriptorSetLayout"] += 1
+        ctx.live.add("VkDescriptorSetLayout", 1)
 
     def destroy(self) -> None:
         if self.handle is not None and self.ctx.device is not None:
             vk().vkDestroyDescriptorSetLayout(self.ctx.device, self.handle, None)
             self.handle = None
-            self.ctx.live["VkDescriptorSetLayout"] -= 1
+            self.ctx.live.add("VkDescriptorSetLayout", -1)
 
 
 class DescriptorSet:
@@ -54,7 +54,7 @@ class DescriptorSet:
         sizes = [mod.VkDescriptorPoolSize(type=t, descriptorCount=n) for t, n in counts.items()]
         info = mod.VkDescriptorPoolCreateInfo(maxSets=1, poolSizeCount=len(sizes), pPoolSizes=sizes or None)
         self.pool = call("vkCreateDescriptorPool", mod.vkCreateDescriptorPool, ctx.device, info, None)
-        ctx.live["VkDescriptorPool"] += 1
+        ctx.live.add("VkDescriptorPool", 1)
         alloc = mod.VkDescriptorSetAllocateInfo(
             descriptorPool=self.pool, descriptorSetCount=1, pSetLayouts=[layout.handle]
         )
@@ -106,7 +106,7 @@ class DescriptorSet:
         kind = self._kind(binding)
         if kind not in (mod.VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, mod.VK_DESCRIPTOR_TYPE_UNIFORM_BUFFER):
             raise HalError(f"binding {binding} is descriptor type {kind}, not a buffer")
-        info = mod.VkDescriptorBufferInfo(buffer=buffer.handle, offset=0, range=mod.VK_WHOLE_SIZE)
+        info = mod.VkDescriptorBufferInfo(buffer=buffer.handle, offset=0, range=buffer.nbytes)
         write = mod.VkWriteDescriptorSet(
             dstSet=self.handle, dstBinding=binding, descriptorCount=1, descriptorType=kind, pBufferInfo=[info]
         )
@@ -117,7 +117,7 @@ class DescriptorSet:
             vk().vkDestroyDescriptorPool(self.ctx.device, self.pool, None)
             self.pool = None
             self.handle = None
-            self.ctx.live["VkDescriptorPool"] -= 1
+            self.ctx.live.add("VkDescriptorPool", -1)
 
 
 class PipelineLayout:
@@ -139,13 +139,13 @@ class PipelineLayout:
             pPushConstantRanges=ranges or None,
         )
         self.handle = call("vkCreatePipelineLayout", mod.vkCreatePipelineLayout, ctx.device, info, None)
-        ctx.live["VkPipelineLayout"] += 1
+        ctx.live.add("VkPipelineLayout", 1)
 
     def destroy(self) -> None:
         if self.handle is not None and self.ctx.device is not None:
             vk().vkDestroyPipelineLayout(self.ctx.device, self.handle, None)
             self.handle = None
-            self.ctx.live["VkPipelineLayout"] -= 1
+            self.ctx.live.add("VkPipelineLayout", -1)
 
 
 def _shader_module(ctx: VulkanContext, words: np.ndarray, what: str) -> Any:
@@ -155,13 +155,13 @@ def _shader_module(ctx: VulkanContext, words: np.ndarray, what: str) -> Any:
         raise HalError(f"{what}: the SPIR-V module is empty")
     info = mod.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
     module = call(f"vkCreateShaderModule({what})", mod.vkCreateShaderModule, ctx.device, info, None)
-    ctx.live["VkShaderModule"] += 1
+    ctx.live.add("VkShaderModule", 1)
     return module
 
 
 def _destroy_shader_module(ctx: VulkanContext, module: Any) -> None:
     vk().vkDestroyShaderModule(ctx.device, module, None)
-    ctx.live["VkShaderModule"] -= 1
+    ctx.live.add("VkShaderModule", -1)
 
 
 @dataclass
@@ -279,13 +279,13 @@ class DataGraphPipeline:
         result = ctx.fn.vkCreateDataGraphPipelinesARM(ctx.arm_device, ffi.NULL, ffi.NULL, 1, info, ffi.NULL, out)
         check(result, f"vkCreateDataGraphPipelinesARM({self.label})")
         self.handle = to_vk("VkPipeline", out[0])
-        ctx.live["VkPipeline"] += 1
+        ctx.live.add("VkPipeline", 1)
 
     def destroy(self) -> None:
         if self.handle is not None and self.ctx.device is not None:
             vk().vkDestroyPipeline(self.ctx.device, self.handle, None)
             self.handle = None
-            self.ctx.live["VkPipeline"] -= 1
+            self.ctx.live.add("VkPipeline", -1)
 
 
 class DataGraphSession:
@@ -305,7 +305,7 @@ class DataGraphSession:
         out = ffi.new("VkDataGraphPipelineSessionARM*")
         check(ctx.fn.vkCreateDataGraphPipelineSessionARM(ctx.arm_device, info, ffi.NULL, out), "vkCreateDataGraphPipelineSessionARM")
         self.handle = out[0]
-        ctx.live["VkDataGraphPipelineSessionARM"] += 1
+        ctx.live.add("VkDataGraphPipelineSessionARM", 1)
 
     def requirements(self) -> list[tuple[int, int]]:
         """(bind point, number of objects) of every bind point (all of type MEMORY)."""
@@ -377,7 +377,7 @@ class DataGraphSession:
         if self.handle is not None:
             ctx.fn.vkDestroyDataGraphPipelineSessionARM(ctx.arm_device, self.handle, ffi.NULL)
             self.handle = None
-            ctx.live["VkDataGraphPipelineSessionARM"] -= 1
+            ctx.live.add("VkDataGraphPipelineSessionARM", -1)
         for memory in self._own:
             memory.destroy()
         self._own = []
@@ -398,7 +398,7 @@ class ComputePipeline:
             info = mod.VkComputePipelineCreateInfo(stage=stage, layout=layout.handle)
             pipes = call(f"vkCreateComputePipelines({label})", mod.vkCreateComputePipelines, ctx.device, None, 1, [info], None)
             self.handle = pipes[0]
-            ctx.live["VkPipeline"] += 1
+            ctx.live.add("VkPipeline", 1)
         finally:
             _destroy_shader_module(ctx, module)
 
@@ -406,4 +406,4 @@ class ComputePipeline:
         if self.handle is not None and self.ctx.device is not None:
             vk().vkDestroyPipeline(self.ctx.device, self.handle, None)
             self.handle = None
-            self.ctx.live["VkPipeline"] -= 1
+            self.ctx.live.add("VkPipeline", -1)

@@ -209,7 +209,7 @@ class Tensor:
         info = _tensor_create_info(self.description())
         check(fn.vkCreateTensorARM(ctx.arm_device, info, ffi.NULL, out), f"vkCreateTensorARM({self.label})")
         self.handle = out[0]
-        ctx.live["VkTensorARM"] += 1
+        ctx.live.add("VkTensorARM", 1)
         req_info = new_struct(
             "VkTensorMemoryRequirementsInfoARM",
             sType=_ffi.STRUCTURE_TYPE_TENSOR_MEMORY_REQUIREMENTS_INFO_ARM,
@@ -264,7 +264,7 @@ class Tensor:
         if self.handle is not None:
             ctx.fn.vkDestroyTensorARM(ctx.arm_device, self.handle, ffi.NULL)
             self.handle = None
-            ctx.live["VkTensorARM"] -= 1
+            ctx.live.add("VkTensorARM", -1)
         if self._owns_memory and self.memory is not None:
             self.memory.destroy()
         self.memory = None
@@ -280,13 +280,13 @@ def create_tensor_view(ctx: VulkanContext, tensor: Tensor) -> Any:
     )
     view = ffi.new("VkTensorViewARM*")
     check(ctx.fn.vkCreateTensorViewARM(ctx.arm_device, info, ffi.NULL, view), f"vkCreateTensorViewARM({tensor.label})")
-    ctx.live["VkTensorViewARM"] += 1
+    ctx.live.add("VkTensorViewARM", 1)
     return view[0]
 
 
 def destroy_tensor_view(ctx: VulkanContext, view: Any) -> None:
     ctx.fn.vkDestroyTensorViewARM(ctx.arm_device, view, ffi.NULL)
-    ctx.live["VkTensorViewARM"] -= 1
+    ctx.live.add("VkTensorViewARM", -1)
 
 
 class Buffer:
@@ -303,7 +303,7 @@ class Buffer:
         try:
             info = mod.VkBufferCreateInfo(size=self.nbytes, usage=usage, sharingMode=mod.VK_SHARING_MODE_EXCLUSIVE)
             self.handle = call("vkCreateBuffer", mod.vkCreateBuffer, ctx.device, info, None)
-            ctx.live["VkBuffer"] += 1
+            ctx.live.add("VkBuffer", 1)
             r = mod.vkGetBufferMemoryRequirements(ctx.device, self.handle)
             requirement = (int(r.size), int(r.alignment), int(r.memoryTypeBits))
             self.memory, self.offset, self._owns_memory = _bind_target(ctx, memory, offset, requirement, f"buffer {label}")
@@ -316,15 +316,6 @@ class Buffer:
         """A writable flat uint8 view of the buffer in mapped memory."""
         return self.memory.bytes(self.offset, self.nbytes)
 
-    def write(self, data: np.ndarray | bytes) -> None:
-        raw = np.frombuffer(memoryview(np.ascontiguousarray(data) if isinstance(data, np.ndarray) else data).cast("B"), np.uint8)
-        if raw.size != self.nbytes:
-            raise HalError(f"buffer {self.label}: {raw.size} bytes written, {self.nbytes} expected")
-        self.array()[...] = raw
-
-    def read(self) -> bytes:
-        return self.array().tobytes()
-
     def destroy(self) -> None:
         ctx = self.ctx
         if ctx.device is None:
@@ -332,7 +323,7 @@ class Buffer:
         if self.handle is not None:
             vk().vkDestroyBuffer(ctx.device, self.handle, None)
             self.handle = None
-            ctx.live["VkBuffer"] -= 1
+            ctx.live.add("VkBuffer", -1)
         if self._owns_memory and self.memory is not None:
             self.memory.destroy()
         self.memory = None

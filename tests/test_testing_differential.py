@@ -1,0 +1,109 @@
+"""Differential tests on drawn graphs: pyvgf's backends against tosa_reference_model, and
+built VGF files against model-converter's files of the same graph on scenario_runner."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import fixtures
+import numpy as np
+import pytest
+import references
+from build_graphs import GRAPHS
+from hypothesis import HealthCheck, assume, given, settings
+
+from pyvgf.testing import (
+    FAMILIES,
+    GraphCase,
+    assert_backends_agree,
+    graphs,
+    ops,
+    reference_run,
+)
+
+FAST = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+LONG = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def known_cpu_gap(case: GraphCase) -> bool:
+    """Valid TOSA the cpu backend does not run yet (reported): MATMUL fp16 -> fp32."""
+    for node in case.graph.nodes:
+        if node.op == "MATMUL" and node.operands["A"].dtype == np.float16 and node.result.dtype == np.float32:
+            return True
+    return False
+
+
+def _reference(case: GraphCase):
+    def tosa_reference_model(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        return reference_run(case, inputs)
+
+    return tosa_reference_model
+
+
+def _agree(case: GraphCase, backend: str, seed: int = 0) -> None:
+    assume(not known_cpu_gap(case))
+    assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=(_reference(case), backend))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_cpu_agrees_with_the_reference_model_on_single_ops(family):
+    FAST(given(ops([family]))(lambda case: _agree(case, "cpu")))()
+
+
+@FAST
+@given(graphs(max_ops=6))
+def test_cpu_agrees_with_the_reference_model_on_graphs(case):
+    _agree(case, "cpu", seed=3)
+
+
+@pytest.mark.slow
+@LONG
+@given(ops())
+def test_cpu_agrees_with_the_reference_model_on_many_ops(case):
+    _agree(case, "cpu")
+
+
+@pytest.mark.slow
+@LONG
+@given(graphs(max_ops=8))
+def test_cpu_agrees_with_the_reference_model_on_many_graphs(case):
+    _agree(case, "cpu")
+
+
+@pytest.mark.vulkan
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_ops=4))
+def test_vulkan_backend_agrees_with_the_reference_model_on_graphs(case):
+    _agree(case, "vulkan", seed=5)
+
+
+def _scenario(data: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "built.vgf"
+        path.write_bytes(data)
+        return references.scenario_run(path, inputs)
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("name", sorted(GRAPHS))
+def test_built_files_run_on_scenario_runner_as_model_converter_files_do(name):
+    graph = GRAPHS[name]()
+    rng = np.random.default_rng(0)
+    inputs = [rng.integers(-100, 100, v.shape).astype(v.dtype) for v in graph.inputs]
+    built = _scenario(graph.to_bytes(), inputs)
+    theirs = references.scenario_run(fixtures.vgf_from_mlir(graph.to_mlir()), inputs)
+    assert len(built) == len(theirs) == len(graph.outputs)
+    for a, b in zip(built, theirs):
+        assert a.dtype == b.dtype and np.array_equal(a, b)
+
+
+@pytest.mark.vulkan
+@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops(["conv2d", "rescale", "reduction", "data_layout"]))
+def test_drawn_ops_built_run_on_scenario_runner_as_model_converter_files_do(case):
+    inputs = case.random_inputs(2)
+    built = _scenario(case.to_vgf(), inputs)
+    theirs = references.scenario_run(fixtures.vgf_from_mlir(case.to_mlir()), inputs)
+    for a, b in zip(built, theirs):
+        assert a.dtype == b.dtype and np.array_equal(a, b, equal_nan=True)
