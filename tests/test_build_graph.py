@@ -114,6 +114,7 @@ def test_the_mlir_of_a_built_graph_is_accepted_by_model_converter(tmp_path):
         (lambda g, x: g.input("complex64", (2,)), "not supported"),
         (lambda g, x: g.input("float32", (0, 2)), "positive dimensions"),
         (lambda g, x: g.op("FFT2D", input_real=x, input_imag=x, inverse=False), "several results"),
+        (lambda g, x: g.op("CLAMP", input=g.input("int8", (2,)), min_val=-200, max_val=1), "not a i8 value"),
     ],
 )
 def test_bad_graphs_raise_tosa_errors(build, message):

@@ -105,6 +105,18 @@ def test_unknown_family_is_refused():
         ops(["conv7d"])
 
 
+def test_graphs_of_integers_are_refused():
+    with pytest.raises(ValueError, match="float32, float16 or bfloat16"):
+        graphs(dtypes=["int8"])
+
+
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(graphs(max_ops=3, dtypes=["float16", "bfloat16"]))
+def test_half_precision_graphs_are_valid_tosa(case):
+    assert {v.dtype.name for v in case.graph.inputs} <= {"float16", "bfloat16"}
+    reference_run(case, case.random_inputs(2))
+
+
 def _returns(*arrays):
     return lambda model, inputs: [np.array(a) for a in arrays]
 

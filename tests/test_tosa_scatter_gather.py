@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from conftest_tosa import (
     BF16,
+    BOOL,
     FP8E4M3,
     FP8E5M2,
     FP16,
@@ -28,7 +29,7 @@ from pyvgf.types import TensorType
 
 FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MANY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-TYPES = [I8, I16, I32, FP16, BF16, FP32, FP8E4M3, FP8E5M2]
+TYPES = [BOOL, I8, I16, I32, FP16, BF16, FP32, FP8E4M3, FP8E5M2]
 
 
 @st.composite

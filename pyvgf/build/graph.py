@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import TosaError
+from ..format.model import VGF
 from ._grammar import TOSA_OPCODES
 from .dtypes import ElementType, element_type
 from .signatures import DEFAULTS, ENUMERATIONS, MULTI_RESULT, VARIADIC, Kind, signature
@@ -144,6 +145,7 @@ class Graph:
                     continue
                 raise TosaError(f"{name}: operand {operand!r} is missing")
             resolved[operand] = self._operand(name, operand, kind, operands[operand])
+        self._check_scalars(name, resolved)
         spec = self._result(name, resolved, result)
         return self._add(Node("op", spec, op=name, operands=resolved))
 
@@ -153,7 +155,7 @@ class Graph:
             self._own(value, "output")
             if self.nodes[value.node].kind == "constant":
                 raise TosaError("a constant cannot be a graph output")
-            self.outputs.append(value)
+        self.outputs.extend(values)
 
     def to_spirv(self, **options: object) -> np.ndarray:
         """The SPIR-V graph module (uint32 words). See `pyvgf.build.spirv.emit`."""
@@ -161,7 +163,7 @@ class Graph:
 
         return emit(self, **options).words
 
-    def to_vgf(self, **options: object):
+    def to_vgf(self, **options: object) -> VGF:
         """The VGF object model (pyvgf.format.model.VGF) of this graph."""
         from .container import to_vgf
 
@@ -228,6 +230,18 @@ class Graph:
         if not ints:
             raise TosaError(f"{where}: must not be empty")
         return ints
+
+    @staticmethod
+    def _check_scalars(op: str, operands: dict[str, object]) -> None:
+        """Scalar attributes typed like the input (clamp bounds) must be representable in it."""
+        first = next((v for v in operands.values() if isinstance(v, Value)), None)
+        for name, kind in signature(op):
+            value = operands[name]
+            if kind is not Kind.VALUE or first is None or first.dtype.kind not in "iu":
+                continue
+            info = np.iinfo(first.dtype)
+            if value != int(value) or not info.min <= value <= info.max:
+                raise TosaError(f"{op} operand {name!r}: {value!r} is not a {first.spec.etype.mlir} value")
 
     def _result(self, op: str, operands: dict[str, object], result: object) -> TensorSpec:
         if isinstance(result, TensorSpec):

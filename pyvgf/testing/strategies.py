@@ -27,7 +27,13 @@ F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.
 I8, I16, I32, BOOL = np.dtype(np.int8), np.dtype(np.int16), np.dtype(np.int32), np.dtype(np.bool_)
 INT48 = "int48"
 """The int48 element type (held in int64): the accumulator and result of int16 convolutions."""
-FLOATS = (F32, F16)
+F8E4M3, F8E5M2 = np.dtype(ml_dtypes.float8_e4m3fn), np.dtype(ml_dtypes.float8_e5m2)
+FLOATS = (F32, F16, BF16)
+
+
+def _is_float(dtype: np.dtype) -> bool:
+    """Any floating-point dtype, bfloat16 and fp8 included (numpy gives those kind 'V')."""
+    return dtype in FLOATS or dtype in (F8E4M3, F8E5M2)
 SMALL_INT = Domain(-1000, 1000)
 EXACT = Domain(-1.0, 1.0, step=0.25)
 """Float inputs of dot products: with weights in steps of 1/8, every partial sum of a
@@ -45,7 +51,7 @@ def tensors(dtype: object = None, shape: Sequence[int] | None = None, *, max_ran
     @st.composite
     def draw_array(draw):
         dt, sh = draw(dtypes), draw(shapes)
-        if dt.kind == "f" or dt in (BF16,) or dt.name.startswith("float8"):
+        if _is_float(dt):
             values = draw(hnp.arrays(np.float32, sh, elements=st.floats(-100, 100, width=32)))
             return values.astype(dt)
         return draw(hnp.arrays(dt, sh))
@@ -77,18 +83,18 @@ _FLOAT_DOMAINS = {
     "COS": Domain(-6.0, 6.0),
 }
 _UNARY = {
-    "ABS": (F32, F16, I32), "NEGATE": (F32, F16, I8, I16, I32), "CEIL": FLOATS, "FLOOR": FLOATS,
+    "ABS": (*FLOATS, I32), "NEGATE": (*FLOATS, I8, I16, I32), "CEIL": FLOATS, "FLOOR": FLOATS,
     "EXP": FLOATS, "LOG": FLOATS, "SIN": FLOATS, "COS": FLOATS, "TANH": FLOATS,
     "SIGMOID": FLOATS, "ERF": FLOATS, "RECIPROCAL": FLOATS, "RSQRT": FLOATS, "CLZ": (I32,),
     "BITWISE_NOT": (I8, I16, I32), "LOGICAL_NOT": (BOOL,),
 }
 _BINARY = {
-    "ADD": (F32, F16, I32), "SUB": (F32, F16, I32), "MUL": (F32, F16, I32),
-    "MAXIMUM": (F32, F16, I32), "MINIMUM": (F32, F16, I32), "POW": FLOATS, "INTDIV": (I32,),
+    "ADD": (*FLOATS, I32), "SUB": (*FLOATS, I32), "MUL": (*FLOATS, I32),
+    "MAXIMUM": (*FLOATS, I32), "MINIMUM": (*FLOATS, I32), "POW": FLOATS, "INTDIV": (I32,),
     "BITWISE_AND": (I8, I16, I32), "BITWISE_OR": (I8, I16, I32), "BITWISE_XOR": (I8, I16, I32),
     "LOGICAL_LEFT_SHIFT": (I8, I16, I32), "LOGICAL_RIGHT_SHIFT": (I8, I16, I32),
-    "ARITHMETIC_RIGHT_SHIFT": (I8, I16, I32), "EQUAL": (F32, F16, I32),
-    "GREATER": (F32, F16, I32), "GREATER_EQUAL": (F32, F16, I32), "LOGICAL_AND": (BOOL,),
+    "ARITHMETIC_RIGHT_SHIFT": (I8, I16, I32), "EQUAL": (*FLOATS, I32),
+    "GREATER": (*FLOATS, I32), "GREATER_EQUAL": (*FLOATS, I32), "LOGICAL_AND": (BOOL,),
     "LOGICAL_OR": (BOOL,), "LOGICAL_XOR": (BOOL,),
 }
 
@@ -105,7 +111,7 @@ def _int_domain(dtype: np.dtype, name: str) -> Domain:
 def _domain(dtype: np.dtype, name: str) -> Domain | None:
     if dtype == BOOL:
         return None
-    if dtype.kind == "f":
+    if _is_float(dtype):
         return _FLOAT_DOMAINS.get(name, Domain(-4.0, 4.0))
     return _int_domain(dtype, name)
 
@@ -151,10 +157,10 @@ def binary(draw, case: GraphCase, x: Value | None = None, names: Sequence[str] |
 
 
 def clamp(draw, case: GraphCase, x: Value | None = None) -> Value:
-    dtype = x.dtype if x is not None else draw(st.sampled_from([F32, F16, I8, I16]))
+    dtype = x.dtype if x is not None else draw(st.sampled_from([*FLOATS, I8, I16]))
     if x is None:
         x = case.input(dtype, _shape(draw))
-    if dtype.kind == "f":
+    if dtype in FLOATS:
         lo, hi = sorted(draw(st.lists(st.floats(-4, 4, width=16), min_size=2, max_size=2)))
     else:
         info = np.iinfo(dtype)
@@ -200,14 +206,14 @@ def _factor(draw, size: int, rank: int) -> tuple[int, ...]:
 
 def reshape(draw, case: GraphCase, x: Value | None = None) -> Value:
     if x is None:
-        x = case.input(draw(st.sampled_from([F32, F16, I8, I32, BOOL])), _shape(draw))
+        x = case.input(draw(st.sampled_from([*FLOATS, I8, I32, BOOL])), _shape(draw))
     new = _factor(draw, int(np.prod(x.shape)), draw(st.integers(1, 4)))
     return case.graph.op("RESHAPE", input1=x, shape=new, result=(x.dtype, new))
 
 
 def transpose(draw, case: GraphCase, x: Value | None = None) -> Value:
     if x is None:
-        x = case.input(draw(st.sampled_from([F32, F16, I8, I32, BOOL])), _shape(draw))
+        x = case.input(draw(st.sampled_from([*FLOATS, I8, I32, BOOL])), _shape(draw))
     perms = tuple(draw(st.permutations(range(len(x.shape)))))
     return case.graph.op("TRANSPOSE", input1=x, perms=perms,
                          result=(x.dtype, tuple(x.shape[p] for p in perms)))
@@ -215,8 +221,8 @@ def transpose(draw, case: GraphCase, x: Value | None = None) -> Value:
 
 def _conv_types(draw, dtype: np.dtype | None):
     """(input dtype, weight dtype, bias/result dtype, acc_type) of a convolution."""
-    options = [(F32, F32, F32, "FP32"), (F16, F16, F16, "FP16"), (F16, F16, F16, "FP32"), (I8, I8, I32, "INT32"),
-               (I16, I8, INT48, "INT48")]
+    options = [(F32, F32, F32, "FP32"), (F16, F16, F16, "FP16"), (F16, F16, F16, "FP32"), (BF16, BF16, BF16, "FP32"),
+               (I8, I8, I32, "INT32"), (I16, I8, INT48, "INT48")]
     if dtype is not None:
         options = [o for o in options if o[0] == dtype]
     return draw(st.sampled_from(options))
@@ -240,7 +246,7 @@ def _window(draw, case: GraphCase, x: Value | None, in_t: np.dtype, channels: in
             ow += 1
         h = sy * (oh - 1) + (kh - 1) * dy + 1 - pad[0] - pad[1]
         w = sx * (ow - 1) + (kw - 1) * dx + 1 - pad[2] - pad[3]
-        x = case.input(in_t, (draw(st.integers(1, 2)), h, w, channels), EXACT if in_t.kind == "f" else None)
+        x = case.input(in_t, (draw(st.integers(1, 2)), h, w, channels), EXACT if _is_float(in_t) else None)
     else:  # fit the window to the given input: no padding beyond what the sizes need
         kh, kw = min(kh, x.shape[1]), min(kw, x.shape[2])
         dy, dx, sy, sx, pad = 1, 1, 1, 1, (0, 0, 0, 0)
@@ -264,7 +270,7 @@ def _zp_value(draw, dtype: np.dtype) -> int:
 
 def conv2d(draw, case: GraphCase, x: Value | None = None) -> Value:
     if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16)):
-        return _unary_safe(draw, case, x) if x.dtype.kind == "f" else clamp(draw, case, x)
+        return _unary_safe(draw, case, x) if _is_float(x.dtype) else clamp(draw, case, x)
     in_t, w_t, out_t, acc = _conv_types(draw, None if x is None else x.dtype)
     depthwise = draw(st.booleans())
     x, (kh, kw), stride, dilation, pad, (oh, ow) = _window(
@@ -290,7 +296,7 @@ def conv2d(draw, case: GraphCase, x: Value | None = None) -> Value:
 def pool2d(draw, case: GraphCase, x: Value | None = None) -> Value:
     """MAX_POOL2D and AVG_POOL2D (padding smaller than the kernel, as the spec requires)."""
     if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16)):
-        return _unary_safe(draw, case, x) if x.dtype.kind == "f" else clamp(draw, case, x)
+        return _unary_safe(draw, case, x) if _is_float(x.dtype) else clamp(draw, case, x)
     name = draw(st.sampled_from(["MAX_POOL2D", "AVG_POOL2D"]))
     options = {"MAX_POOL2D": [(F32, None), (F16, None), (I8, None), (I16, None)],
                "AVG_POOL2D": [(F32, "FP32"), (F16, "FP16"), (F16, "FP32"), (I8, "INT32"), (I16, "INT32")]}[name]
@@ -308,7 +314,7 @@ def pool2d(draw, case: GraphCase, x: Value | None = None) -> Value:
 
 
 def select(draw, case: GraphCase, x: Value | None = None) -> Value:
-    dtype = x.dtype if x is not None else draw(st.sampled_from([F32, F16, I8, I16, I32, BOOL]))
+    dtype = x.dtype if x is not None else draw(st.sampled_from([*FLOATS, I8, I16, I32, BOOL]))
     shape = x.shape if x is not None else _shape(draw)
     s_cond, s_x = _broadcast_pair(draw, shape)
     if x is None:
@@ -327,7 +333,7 @@ def _fit_pad(size: int, k: int, dil: int, stride: int, before: int, after: int) 
 
 
 def _weights(draw, dtype: np.dtype, shape: tuple[int, ...], small: bool = False) -> np.ndarray:
-    if dtype.kind == "f":
+    if _is_float(dtype):
         elements = st.integers(-8, 8).map(lambda v: v / 8)
         return draw(hnp.arrays(np.float32, shape, elements=elements)).astype(dtype)
     bound = 1000 if small else 127
@@ -338,24 +344,24 @@ def _weights(draw, dtype: np.dtype, shape: tuple[int, ...], small: bool = False)
 def matmul(draw, case: GraphCase, x: Value | None = None) -> Value:
     if x is not None and (len(x.shape) != 3 or x.dtype not in (F32, F16, I8)):
         return reshape(draw, case, x)
-    options = [(F32, F32), (F16, F16), (F16, F32), (I8, I32)]
+    options = [(F32, F32), (F16, F16), (F16, F32), (BF16, F32), (I8, I32)]
     if x is not None:
         options = [o for o in options if o[0] == x.dtype]
     in_t, out_t = draw(st.sampled_from(options))
     if x is None:
         n, h, c = draw(st.integers(1, 2)), draw(st.integers(1, 5)), draw(st.integers(1, 6))
-        x = case.input(in_t, (n, h, c), EXACT if in_t.kind == "f" else None)
+        x = case.input(in_t, (n, h, c), EXACT if _is_float(in_t) else None)
     n, h, c = x.shape
     w = draw(st.integers(1, 5))
-    b = case.input(in_t, (n, c, w), EXACT if in_t.kind == "f" else None)
+    b = case.input(in_t, (n, c, w), EXACT if _is_float(in_t) else None)
     zps = (draw(st.integers(-128, 127)), draw(st.integers(-128, 127))) if in_t == I8 else (0, 0)
     return case.graph.op("MATMUL", A=x, B=b, A_zp=_zp(in_t, zps[0]), B_zp=_zp(in_t, zps[1]),
                          result=(out_t, (n, h, w)))
 
 
 _REDUCE = {
-    "REDUCE_SUM": (F32, I32), "REDUCE_MAX": (F32, F16, I8, I16, I32),
-    "REDUCE_MIN": (F32, F16, I8, I16, I32), "REDUCE_PRODUCT": (F32,),
+    "REDUCE_SUM": (F32, BF16, I32), "REDUCE_MAX": (*FLOATS, I8, I16, I32),
+    "REDUCE_MIN": (*FLOATS, I8, I16, I32), "REDUCE_PRODUCT": (F32,),
     "REDUCE_ALL": (BOOL,), "REDUCE_ANY": (BOOL,),
 }
 
@@ -387,7 +393,7 @@ def data_layout(draw, case: GraphCase, x: Value | None = None) -> Value:
     """PAD, SLICE, TILE, REVERSE, CONCAT."""
     name = draw(st.sampled_from(["PAD", "SLICE", "TILE", "REVERSE", "CONCAT"]))
     if x is None:
-        x = case.input(draw(st.sampled_from([F32, F16, I8, I32, BOOL])), _shape(draw))
+        x = case.input(draw(st.sampled_from([*FLOATS, I8, I32, BOOL])), _shape(draw))
     rank = len(x.shape)
     if name == "PAD":
         padding = tuple(draw(st.lists(st.integers(0, 2), min_size=2 * rank, max_size=2 * rank)))
@@ -412,13 +418,19 @@ def data_layout(draw, case: GraphCase, x: Value | None = None) -> Value:
 
 
 def cast(draw, case: GraphCase, x: Value | None = None) -> Value:
-    kinds = [F32, F16, I8, I16, I32, BOOL]
-    src = x.dtype if x is not None else draw(st.sampled_from(kinds))
+    kinds = [*FLOATS, I8, I16, I32, BOOL]
+    fp8 = [F8E4M3, F8E5M2]
+    src = x.dtype if x is not None else draw(st.sampled_from(kinds + fp8))
     if x is None:
-        domain = Domain(-100.0, 100.0) if src.kind == "f" else None
+        domain = Domain(-100.0, 100.0) if src in FLOATS else None
         x = case.input(src, _shape(draw), domain)
-    dst = draw(st.sampled_from([k for k in kinds if k != src and not (src == BOOL and k.kind == "f")
-                                and not (src.kind == "f" and k == BOOL)]))
+    if src in fp8:  # fp8 casts only to and from the wider float types
+        targets = list(FLOATS)
+    else:
+        targets = [k for k in kinds if k != src and not (src == BOOL and k in FLOATS)
+                   and not (src in FLOATS and k == BOOL) and {src, k} != {F16, BF16}]
+        targets += fp8 if src in FLOATS else []
+    dst = draw(st.sampled_from(targets))
     return case.graph.op("CAST", input=x, result=(dst, x.shape))
 
 
@@ -456,13 +468,16 @@ def _unary_safe(draw, case: GraphCase, x: Value) -> Value:
 
 
 def graphs(max_ops: int = 5, dtypes: Sequence[object] = ("float32",)) -> st.SearchStrategy[GraphCase]:
-    """Well-formed graphs of 1..max_ops operators (chains and DAGs) over floating-point tensors.
+    """Well-formed graphs of 1..max_ops operators (chains and DAGs) over floating-point tensors
+    of one of `dtypes` (float32, float16, bfloat16).
 
     Each operator takes an earlier value (an input or a result) as its first operand; binary
     operators take a second earlier value of a broadcast-compatible shape, or a new input. Only
     operators total on their inputs are used, so every drawn graph has defined results.
     """
     float_dtypes = [np.dtype(d) for d in dtypes]
+    if not float_dtypes or any(d not in FLOATS for d in float_dtypes):
+        raise ValueError(f"graphs() draws float32, float16 or bfloat16 graphs, not {list(dtypes)}")
 
     @st.composite
     def draw_graph(draw) -> GraphCase:

@@ -49,14 +49,14 @@ def _fp32(x: np.ndarray) -> np.ndarray:
 
 @tosa_op("ARGMAX")
 def argmax(*, axis: int, nan_mode: int, input: np.ndarray) -> np.ndarray:  # noqa: A002
-    if input.dtype in INTS:
-        return np.asarray(np.argmax(input, axis=axis)).astype(I32)
-    values = _fp32(input)
-    if nan_mode != NAN_PROPAGATE:
+    """The result drops `axis`; a rank-1 input gives shape (1,), as SPIR-V has no rank-0
+    tensors (model-converter declares tensor<1xi32> there)."""
+    values = input if input.dtype in INTS else _fp32(input)
+    if input.dtype not in INTS and nan_mode != NAN_PROPAGATE:
         values = np.where(np.isnan(values), np.float32(-np.inf), values)
-    return np.asarray(np.argmax(values, axis=axis)).astype(
-        I32
-    )  # numpy picks the first NaN, as the spec
+    # numpy's argmax picks the first maximum, and the first NaN if there is one: as the spec
+    index = np.asarray(np.argmax(values, axis=axis)).astype(I32)
+    return index.reshape(1) if index.ndim == 0 else index
 
 
 @argmax.check
@@ -70,7 +70,7 @@ def _argmax_check(result, *, axis, nan_mode, input):  # noqa: A002
     ax = expect_axis(op, axis, t.rank)
     expect_nan_mode(op, nan_mode)
     expect_dtype(op, "result", res, (I32,))
-    expect_shape(op, "result", res, t.shape[:ax] + t.shape[ax + 1 :])
+    expect_shape(op, "result", res, t.shape[:ax] + t.shape[ax + 1 :] or (1,))
 
 
 @tosa_op("REDUCE_ALL")

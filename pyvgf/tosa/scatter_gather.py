@@ -6,6 +6,7 @@ import numpy as np
 
 from ..errors import TosaError
 from ._common import (
+    BOOL,
     FLOATS,
     FP8,
     I32,
@@ -20,7 +21,7 @@ from ._common import (
 )
 from .registry import tosa_op
 
-VALUE_TYPES = (*INTS, *FLOATS, *FP8)
+VALUE_TYPES = (BOOL, *INTS, *FLOATS, *FP8)
 
 
 def _checked_indices(op: str, indices: np.ndarray, k: int) -> np.ndarray:
