@@ -25,6 +25,7 @@ FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
 INTS = (I8, I16, I32)
 FLOATS = (FP16, BF16, FP32)
 FP8 = (FP8E4M3, FP8E5M2)
+ALL_FLOATS = FLOATS + FP8
 # The element types that data layout, gather and scatter accept.
 LAYOUT_TYPES = (BOOL, *INTS, *FLOATS, *FP8)
 
@@ -49,6 +50,10 @@ _NAMES = {
 def dtype_name(dtype: np.dtype) -> str:
     """The TOSA name of an element type (int64 is TOSA's int48)."""
     return _NAMES.get(np.dtype(dtype), str(dtype))
+
+
+def is_float(dtype: np.dtype) -> bool:
+    return np.dtype(dtype) in ALL_FLOATS
 
 
 def int_min(dtype: np.dtype) -> int:
