@@ -25,6 +25,7 @@ FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
 INTS = (I8, I16, I32)
 FLOATS = (FP16, BF16, FP32)
 FP8 = (FP8E4M3, FP8E5M2)
+ALL_FLOATS = FLOATS + FP8
 # The element types that data layout, gather and scatter accept.
 LAYOUT_TYPES = (BOOL, *INTS, *FLOATS, *FP8)
 

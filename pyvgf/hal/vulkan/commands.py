@@ -213,5 +213,10 @@ class Fence:
 def submit(ctx: VulkanContext, buffers: list[CommandBuffer], fence: Fence) -> None:
     """vkQueueSubmit the recorded command buffers; `fence` is signalled when they finish."""
     mod = vk()
-    info = mod.VkSubmitInfo(commandBufferCount=len(buffers), pCommandBuffers=[b.handle for b in buffers])
-    call("vkQueueSubmit", mod.vkQueueSubmit, ctx.queue, 1, [info], fence.handle)
+    # Raw cffi, not the `vulkan` package's struct wrappers: this runs on every inference.
+    handles = mod.ffi.new("VkCommandBuffer[]", [b.handle for b in buffers])
+    info = mod.ffi.new("VkSubmitInfo*", {"sType": mod.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                         "commandBufferCount": len(buffers), "pCommandBuffers": handles})
+    result = mod.lib.vkQueueSubmit(ctx.queue, 1, info, fence.handle)
+    if result != mod.VK_SUCCESS:
+        raise HalError(f"vkQueueSubmit failed: {result_name(result)} ({result})")
