@@ -53,7 +53,7 @@ def dtype_name(dtype: np.dtype) -> str:
 
 
 def is_float(dtype: np.dtype) -> bool:
-    return np.dtype(dtype) in (*FLOATS, *FP8)
+    return np.dtype(dtype) in ALL_FLOATS
 
 
 def int_min(dtype: np.dtype) -> int:
