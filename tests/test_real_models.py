@@ -1,4 +1,4 @@
-"""The two real int8 models run through pyvgf bit-exactly as Arm's scenario_runner runs them.
+"""The two real int8 models run through pyvgf.load() bit-exactly as Arm's scenario_runner runs them.
 
 The reference is scenario_runner on Vulkan with the ML emulation layer (lavapipe here), on
 seeded random int8 inputs; its outputs are cached under .cache/real-models keyed by the model's
@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import references  # tools/references.py (tests/conftest.py puts tools/ on sys.path)
-import tosa_conformance  # tools/tosa_conformance.py: run_vgf, pyvgf's parts called directly
+
+import pyvgf
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "real-models"
@@ -42,7 +43,8 @@ def _scenario_outputs(vgf: Path, seed: int, inputs: list[np.ndarray]) -> list[np
 def test_real_model_matches_scenario_runner(real_model: Path, seed: int) -> None:
     inputs = _inputs(real_model, seed)
     expected = _scenario_outputs(real_model, seed, inputs)
-    got = tosa_conformance.run_vgf(real_model, [x.copy() for x in inputs])
+    with pyvgf.load(real_model) as model:
+        got = model.run(inputs)
     assert len(got) == len(expected)
     for k, (g, e) in enumerate(zip(got, expected)):
         assert g.dtype == e.dtype and g.shape == e.shape, f"output {k}: {g.dtype}{g.shape}"
