@@ -103,5 +103,5 @@ def test_load_run_close_cycles_leave_nothing(vgf_model):
 @pytest.mark.slow
 def test_many_load_run_close_cycles_leave_nothing(vgf_model):
     require_vulkan()
-    growth = _load_cycles(vgf_model("vulkan_conv2d_f32"), cycles=40)
-    assert growth < 24, f"{growth:.1f} MiB over 40 load/run/close cycles"
+    growth = _load_cycles(vgf_model("vulkan_conv2d_f32"), cycles=1000)
+    assert growth < 24, f"{growth:.1f} MiB over 1000 load/run/close cycles"
