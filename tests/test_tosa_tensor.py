@@ -315,7 +315,7 @@ def test_avg_pool2d_large_window_rounding():
 
 # MATMUL and FFTs ----------------------------------------------------------------------------
 
-MATMUL_DTYPES = [(I8, I32), (I16, I48), (F32, F32), (F16, F16), (BF16, F32)]
+MATMUL_DTYPES = [(I8, I32), (I16, I48), (F32, F32), (F16, F16), (F16, F32), (BF16, F32)]
 
 
 def matmul_case(in_dt, out_dt, n, h, c, w, seed):
@@ -329,7 +329,8 @@ def matmul_case(in_dt, out_dt, n, h, c, w, seed):
                 [TensorType(out_dt, (n, h, w))], constants={"A_zp", "B_zp"})
 
 
-@pytest.mark.parametrize("in_dt,out_dt", MATMUL_DTYPES, ids=[str(d) for d, _ in MATMUL_DTYPES])
+@pytest.mark.parametrize("in_dt,out_dt", MATMUL_DTYPES,
+                         ids=[f"{a}-{b}" for a, b in MATMUL_DTYPES])
 @FAST
 @given(st.integers(1, 3), st.integers(1, 7), st.integers(1, 40), st.integers(1, 7),
        st.integers(0, 2**32 - 1))
@@ -345,12 +346,21 @@ def test_matmul_int8_long_sum_stays_exact():
     run_case(case)
 
 
-def test_matmul_fp32_output_for_fp16_is_refused_at_plan_time():
-    a = TensorType(F16, (1, 2, 3))
-    b = TensorType(F16, (1, 3, 4))
-    zp = np.zeros(1, F16)
+def test_matmul_fp16_to_fp32_keeps_what_fp16_cannot_hold():
+    """fp16 x fp16 -> fp32: products beyond fp16's range (65504) stay finite, as in the
+    reference model; the result type comes from `result_dtype`, not from the operands."""
+    case = matmul_case(F16, F32, 1, 2, 3, 2, 5)
+    case.operands[0][1][...] = 300
+    case.operands[1][1][...] = 200  # each sum is 3 * 60000 = 180000 > fp16 max
+    run_case(case)
+
+
+def test_matmul_check_refuses_an_output_type_not_in_the_table():
+    a = TensorType(BF16, (1, 2, 3))
+    b = TensorType(BF16, (1, 3, 4))
+    zp = np.zeros(1, BF16)
     with pytest.raises(TosaError, match="MATMUL: operand output"):
-        OPS["MATMUL"].check(TensorType(F32, (1, 2, 4)), A=a, B=b, A_zp=zp, B_zp=zp)
+        OPS["MATMUL"].check(TensorType(BF16, (1, 2, 4)), A=a, B=b, A_zp=zp, B_zp=zp)
 
 
 def fft_case(n, h, w, seed, inverse=None):
