@@ -497,3 +497,64 @@ def test_fp8_operators(dtype):
     pool = ([5, 5], [2, 2], [0, 1, 0, 1], [2, 2], None)
     run_case(pool_case("AVG_POOL2D", dtype, F16, pool, 1, 3, 1))
     run_case(pool_case("MAX_POOL2D", dtype, None, pool, 1, 3, 1))
+
+
+# Non-finite values: padding is skipped, never multiplied ------------------------------------
+
+FLOAT_CONV = [CONV_DTYPES[3], CONV_DTYPES[4], CONV_DTYPES[5], CONV_DTYPES[6]]
+FLOAT_IDS = [f"{i}x{w}-acc{a}" for i, w, a, _ in FLOAT_CONV]
+
+
+def _sprinkle(rng: np.random.Generator, array: np.ndarray, share: float) -> None:
+    """Set a `share` of `array`'s elements to inf, -inf or NaN, in place."""
+    mask = rng.random(array.shape) < share
+    array[mask] = rng.choice([np.inf, -np.inf, np.nan], int(mask.sum()))
+
+
+@pytest.mark.parametrize("dtypes", FLOAT_CONV, ids=FLOAT_IDS)
+@pytest.mark.parametrize("op,geometry,ic,oc", [
+    # the conformance cases conv2d_3x1_1x10x1x2_..._pad0001 and conv2d_3x1_1x1x15x7_..._pad0300
+    ("CONV2D", ([10, 1], [3, 1], [0, 0, 0, 1], [1, 1], [1, 1]), 2, 3),
+    ("CONV2D", ([1, 15], [3, 1], [3, 0, 0, 0], [1, 1], [1, 1]), 7, 2),
+    ("CONV2D", ([5, 6], [3, 2], [2, 2, 1, 2], [2, 1], [1, 2]), 3, 4),
+    ("CONV3D", ([3, 4, 2], [2, 3, 1], [1, 0, 2, 1, 0, 1], [1, 2, 1], [1, 1, 1]), 2, 3),
+    ("DEPTHWISE_CONV2D", ([5, 4], [3, 3], [1, 1, 2, 0], [1, 1], [1, 1]), 3, 2),
+    ("DEPTHWISE_CONV2D", ([4, 3], [2, 2], [1, 1, 1, 2], [1, 2], [2, 1]), 70, 1),
+], ids=["conv2d-right", "conv2d-top", "conv2d-strided", "conv3d", "depthwise", "depthwise-wide"])
+def test_inf_weights_skip_the_padding(op, geometry, ic, oc, dtypes):
+    """An output reading only padding is the bias: 0 x inf must not make it NaN."""
+    case = conv_case(op, dtypes, geometry, 1, ic, oc, 3, False)
+    rng = np.random.default_rng(4)
+    _sprinkle(rng, case.operands[1][1], 0.3)
+    run_conv_case(case)
+
+
+@pytest.mark.parametrize("op,geometry", [
+    ("CONV2D", ([5, 6], [3, 3], [2, 1, 1, 2], [1, 1], [1, 1])),
+    ("DEPTHWISE_CONV2D", ([5, 6], [3, 3], [2, 2, 1, 2], [2, 1], [1, 1])),
+], ids=["conv2d", "depthwise"])
+def test_non_finite_inputs_with_padding(op, geometry):
+    """inf and NaN inputs reach only the outputs that read them, finite or infinite weights."""
+    for seed, weights in ((5, False), (6, True)):
+        case = conv_case(op, CONV_DTYPES[3], geometry, 1, 3, 2, seed, False)
+        rng = np.random.default_rng(seed)
+        _sprinkle(rng, case.operands[0][1], 0.05)
+        if weights:
+            _sprinkle(rng, case.operands[1][1], 0.1)
+        run_conv_case(case)
+
+
+def test_transpose_conv2d_inf_weights_leave_uncovered_outputs_as_bias():
+    case = transpose_case(CONV_DTYPES[3], 1, 3, 2, 2, 3, 2, 2, 2, 3, [1, 2, -1, 2], 7, False)
+    _sprinkle(np.random.default_rng(7), case.operands[1][1], 0.3)
+    run_conv_case(case)
+
+
+@pytest.mark.parametrize("op,nan_mode", [("AVG_POOL2D", 1), ("MAX_POOL2D", 1),
+                                         ("MAX_POOL2D", 2)], ids=["avg", "max-propagate",
+                                                                  "max-ignore"])
+def test_pool_non_finite_inputs_with_padding(op, nan_mode):
+    geometry = ([5, 6], [3, 3], [2, 1, 1, 2], [1, 2], None)
+    case = pool_case(op, F32, F32 if op == "AVG_POOL2D" else None, geometry, 1, 3, 8, nan_mode)
+    _sprinkle(np.random.default_rng(8), case.operands[0][1], 0.1)
+    run_case(case)
