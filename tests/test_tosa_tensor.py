@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
-from pyvgf.tosa import OPS
+from pyvgf.tosa import OPS, kernels
 from pyvgf.tosa.kernels import prepared
 from pyvgf.types import TensorType
 
@@ -181,6 +181,18 @@ def test_wide_channels(op, ic, oc, dtypes, data_, seed):
     """Channel counts that take the other kernels (contiguous im2col, einsum depthwise)."""
     geometry = data_.draw(windows(2))
     run_conv_case(conv_case(op, dtypes, geometry, 1, ic, oc, seed, data_.draw(st.booleans())))
+
+
+@pytest.mark.parametrize("dtypes", [CONV_DTYPES[0], CONV_DTYPES[2], CONV_DTYPES[3]],
+                         ids=[IDS[0], IDS[2], IDS[3]])
+@pytest.mark.parametrize("n,ic", [(1, 3), (2, 20)], ids=["n1-transposed", "n2-contiguous"])
+def test_conv_in_bands_of_output_rows(dtypes, n, ic, monkeypatch):
+    """Bands of one or two output rows (a tiny BAND_BYTES) give the same result as one pass."""
+    monkeypatch.setattr(kernels, "BAND_BYTES", 1 << 9)
+    for op, geometry in (("CONV2D", ([9, 7], [3, 2], [1, 1, 0, 1], [2, 1], [1, 2])),
+                         ("CONV3D", ([3, 7, 5], [2, 3, 1], [1, 0, 1, 1, 0, 0], [1, 2, 1],
+                                     [1, 1, 1]))):
+        run_conv_case(conv_case(op, dtypes, geometry, n, ic, 4, 11, False))
 
 
 def transpose_case(dtypes, n, ih, iw, ic, oc, kh, kw, sy, sx, out_pad, seed, bias_one):

@@ -3,7 +3,8 @@
 Integer convolutions subtract the zero points and accumulate exactly (int8 x int8 and int8 x int4
 into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
 round once to the output type. All run as an im2col patch matrix times the weight matrix in BLAS
-(see kernels.py for why the integer ones stay bit-exact), depthwise as one multiply-add per tap.
+(see kernels.py for why the integer ones stay bit-exact), a band of output rows at a time so the
+patch matrix stays small, depthwise as one multiply-add per tap.
 
 The specification skips padded taps rather than multiplying them: with a non-finite float
 weight (0 x inf is NaN) and padding, CONV2D, CONV3D and DEPTHWISE_CONV2D instead accumulate
@@ -22,6 +23,7 @@ from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
 from .kernels import (
     F32,
     I64,
+    bands,
     exact_dtype,
     im2col,
     inside_taps,
@@ -122,8 +124,20 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
                 acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
         return _finish(acc, bias, _out_dtype(input.dtype))
     xp = padded(input, dtype, pads, izp)
-    acc = im2col(xp, kernel, stride, dilation, out_size) @ wmat
-    acc = acc.reshape(input.shape[0], *out_size, weight.shape[0])
+    n, oc = input.shape[0], weight.shape[0]
+    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
+        acc = (xp.reshape(-1, xp.shape[-1]) @ wmat).reshape(n, *out_size, oc)
+        return _finish(acc, bias, _out_dtype(input.dtype))
+    acc = np.empty((n, *out_size, oc), dtype)
+    # Bands of output rows: each band's patch matrix is small enough to stay in cache.
+    row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
+    for first, stop in bands(out_size[0], row_bytes):
+        cols = im2col(xp[:, first * stride[0]:], kernel, stride, dilation,
+                      (stop - first, *out_size[1:]))
+        if n == 1:  # the band of the result is contiguous: BLAS writes it in place
+            np.matmul(cols, wmat, out=acc[0, first:stop].reshape(-1, oc))
+        else:
+            acc[:, first:stop] = (cols @ wmat).reshape(n, stop - first, *out_size[1:], oc)
     return _finish(acc, bias, _out_dtype(input.dtype))
 
 

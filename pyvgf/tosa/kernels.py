@@ -158,8 +158,6 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
     """
     n, channels = xp.shape[0], xp.shape[-1]
     spatial = len(kernel)
-    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
-        return xp.reshape(-1, channels)
     rows = n * int(np.prod(out_size))
     if channels >= _SHORT_RUN:
         cols = np.empty((n, *out_size, *kernel, channels), xp.dtype)
@@ -176,3 +174,15 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
 
 _SHORT_RUN = 16
 """Channel counts below this gather im2col patches transposed."""
+
+BAND_BYTES = 1 << 18
+"""Working-set size of one band of output rows: large temporaries stay in cache, and are reused
+from the allocator's free lists rather than page-faulted in afresh on every call."""
+
+
+def bands(rows: int, row_bytes: int) -> Iterator[tuple[int, int]]:
+    """(first, stop) ranges covering `rows` output rows, each of at most BAND_BYTES (one row at
+    least) when one row's temporaries take `row_bytes`."""
+    step = max(1, BAND_BYTES // max(1, row_bytes))
+    for first in range(0, rows, step):
+        yield first, min(rows, first + step)
