@@ -8,6 +8,7 @@ travels as function inputs); `Case.ours()` runs the plan-time check and the pyvg
 
 from __future__ import annotations
 
+import inspect
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -134,8 +135,11 @@ class Case:
                 else TensorType(v.dtype, tuple(v.shape)) for n, v in values.items()}
         opdef = OPS[self.op]
         declared = self.results[0] if len(self.results) == 1 else tuple(self.results)
-        opdef.check(declared, **plan)
-        frozen = {}
+        extra = {}
+        if "result_dtype" in inspect.signature(opdef.fn).parameters:
+            extra["result_dtype"] = self.results[0].dtype  # as the graph interpreter passes it
+        opdef.check(declared, **plan, **extra)
+        frozen = dict(extra)
         for n, v in values.items():
             if isinstance(v, np.ndarray):
                 v = v.copy()

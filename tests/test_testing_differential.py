@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import references
 from build_graphs import GRAPHS
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 
 from pyvgf.testing import (
     FAMILIES,
@@ -28,14 +28,6 @@ LONG = settings.get_profile("long")
 """The plugin's nightly profile (1000 examples), for the tests marked slow."""
 
 
-def known_cpu_gap(case: GraphCase) -> bool:
-    """Valid TOSA the cpu backend does not run yet (reported): MATMUL fp16 -> fp32."""
-    for node in case.graph.nodes:
-        if node.op == "MATMUL" and node.operands["A"].dtype == np.float16 and node.result.dtype == np.float32:
-            return True
-    return False
-
-
 def _reference(case: GraphCase):
     def tosa_reference_model(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
         return reference_run(case, inputs)
@@ -44,7 +36,6 @@ def _reference(case: GraphCase):
 
 
 def _agree(case: GraphCase, backend: str, seed: int = 0) -> None:
-    assume(not known_cpu_gap(case))
     assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=(_reference(case), backend))
 
 

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
-from pyvgf.tosa import OPS
+from pyvgf.tosa import OPS, kernels
 from pyvgf.tosa.kernels import prepared
 from pyvgf.types import TensorType
 
@@ -183,6 +183,18 @@ def test_wide_channels(op, ic, oc, dtypes, data_, seed):
     run_conv_case(conv_case(op, dtypes, geometry, 1, ic, oc, seed, data_.draw(st.booleans())))
 
 
+@pytest.mark.parametrize("dtypes", [CONV_DTYPES[0], CONV_DTYPES[2], CONV_DTYPES[3]],
+                         ids=[IDS[0], IDS[2], IDS[3]])
+@pytest.mark.parametrize("n,ic", [(1, 3), (2, 20)], ids=["n1-transposed", "n2-contiguous"])
+def test_conv_in_bands_of_output_rows(dtypes, n, ic, monkeypatch):
+    """Bands of one or two output rows (a tiny BAND_BYTES) give the same result as one pass."""
+    monkeypatch.setattr(kernels, "BAND_BYTES", 1 << 9)
+    for op, geometry in (("CONV2D", ([9, 7], [3, 2], [1, 1, 0, 1], [2, 1], [1, 2])),
+                         ("CONV3D", ([3, 7, 5], [2, 3, 1], [1, 0, 1, 1, 0, 0], [1, 2, 1],
+                                     [1, 1, 1]))):
+        run_conv_case(conv_case(op, dtypes, geometry, n, ic, 4, 11, False))
+
+
 def transpose_case(dtypes, n, ih, iw, ic, oc, kh, kw, sy, sx, out_pad, seed, bias_one):
     in_dt, w_dt, acc, out_dt = dtypes
     rng = np.random.default_rng(seed)
@@ -315,7 +327,7 @@ def test_avg_pool2d_large_window_rounding():
 
 # MATMUL and FFTs ----------------------------------------------------------------------------
 
-MATMUL_DTYPES = [(I8, I32), (I16, I48), (F32, F32), (F16, F16), (BF16, F32)]
+MATMUL_DTYPES = [(I8, I32), (I16, I48), (F32, F32), (F16, F16), (F16, F32), (BF16, F32)]
 
 
 def matmul_case(in_dt, out_dt, n, h, c, w, seed):
@@ -329,7 +341,8 @@ def matmul_case(in_dt, out_dt, n, h, c, w, seed):
                 [TensorType(out_dt, (n, h, w))], constants={"A_zp", "B_zp"})
 
 
-@pytest.mark.parametrize("in_dt,out_dt", MATMUL_DTYPES, ids=[str(d) for d, _ in MATMUL_DTYPES])
+@pytest.mark.parametrize("in_dt,out_dt", MATMUL_DTYPES,
+                         ids=[f"{a}-{b}" for a, b in MATMUL_DTYPES])
 @FAST
 @given(st.integers(1, 3), st.integers(1, 7), st.integers(1, 40), st.integers(1, 7),
        st.integers(0, 2**32 - 1))
@@ -345,12 +358,21 @@ def test_matmul_int8_long_sum_stays_exact():
     run_case(case)
 
 
-def test_matmul_fp32_output_for_fp16_is_refused_at_plan_time():
-    a = TensorType(F16, (1, 2, 3))
-    b = TensorType(F16, (1, 3, 4))
-    zp = np.zeros(1, F16)
+def test_matmul_fp16_to_fp32_keeps_what_fp16_cannot_hold():
+    """fp16 x fp16 -> fp32: products beyond fp16's range (65504) stay finite, as in the
+    reference model; the result type comes from `result_dtype`, not from the operands."""
+    case = matmul_case(F16, F32, 1, 2, 3, 2, 5)
+    case.operands[0][1][...] = 300
+    case.operands[1][1][...] = 200  # each sum is 3 * 60000 = 180000 > fp16 max
+    run_case(case)
+
+
+def test_matmul_check_refuses_an_output_type_not_in_the_table():
+    a = TensorType(BF16, (1, 2, 3))
+    b = TensorType(BF16, (1, 3, 4))
+    zp = np.zeros(1, BF16)
     with pytest.raises(TosaError, match="MATMUL: operand output"):
-        OPS["MATMUL"].check(TensorType(F32, (1, 2, 4)), A=a, B=b, A_zp=zp, B_zp=zp)
+        OPS["MATMUL"].check(TensorType(BF16, (1, 2, 4)), A=a, B=b, A_zp=zp, B_zp=zp)
 
 
 def fft_case(n, h, w, seed, inverse=None):
@@ -487,3 +509,64 @@ def test_fp8_operators(dtype):
     pool = ([5, 5], [2, 2], [0, 1, 0, 1], [2, 2], None)
     run_case(pool_case("AVG_POOL2D", dtype, F16, pool, 1, 3, 1))
     run_case(pool_case("MAX_POOL2D", dtype, None, pool, 1, 3, 1))
+
+
+# Non-finite values: padding is skipped, never multiplied ------------------------------------
+
+FLOAT_CONV = [CONV_DTYPES[3], CONV_DTYPES[4], CONV_DTYPES[5], CONV_DTYPES[6]]
+FLOAT_IDS = [f"{i}x{w}-acc{a}" for i, w, a, _ in FLOAT_CONV]
+
+
+def _sprinkle(rng: np.random.Generator, array: np.ndarray, share: float) -> None:
+    """Set a `share` of `array`'s elements to inf, -inf or NaN, in place."""
+    mask = rng.random(array.shape) < share
+    array[mask] = rng.choice([np.inf, -np.inf, np.nan], int(mask.sum()))
+
+
+@pytest.mark.parametrize("dtypes", FLOAT_CONV, ids=FLOAT_IDS)
+@pytest.mark.parametrize("op,geometry,ic,oc", [
+    # the conformance cases conv2d_3x1_1x10x1x2_..._pad0001 and conv2d_3x1_1x1x15x7_..._pad0300
+    ("CONV2D", ([10, 1], [3, 1], [0, 0, 0, 1], [1, 1], [1, 1]), 2, 3),
+    ("CONV2D", ([1, 15], [3, 1], [3, 0, 0, 0], [1, 1], [1, 1]), 7, 2),
+    ("CONV2D", ([5, 6], [3, 2], [2, 2, 1, 2], [2, 1], [1, 2]), 3, 4),
+    ("CONV3D", ([3, 4, 2], [2, 3, 1], [1, 0, 2, 1, 0, 1], [1, 2, 1], [1, 1, 1]), 2, 3),
+    ("DEPTHWISE_CONV2D", ([5, 4], [3, 3], [1, 1, 2, 0], [1, 1], [1, 1]), 3, 2),
+    ("DEPTHWISE_CONV2D", ([4, 3], [2, 2], [1, 1, 1, 2], [1, 2], [2, 1]), 70, 1),
+], ids=["conv2d-right", "conv2d-top", "conv2d-strided", "conv3d", "depthwise", "depthwise-wide"])
+def test_inf_weights_skip_the_padding(op, geometry, ic, oc, dtypes):
+    """An output reading only padding is the bias: 0 x inf must not make it NaN."""
+    case = conv_case(op, dtypes, geometry, 1, ic, oc, 3, False)
+    rng = np.random.default_rng(4)
+    _sprinkle(rng, case.operands[1][1], 0.3)
+    run_conv_case(case)
+
+
+@pytest.mark.parametrize("op,geometry", [
+    ("CONV2D", ([5, 6], [3, 3], [2, 1, 1, 2], [1, 1], [1, 1])),
+    ("DEPTHWISE_CONV2D", ([5, 6], [3, 3], [2, 2, 1, 2], [2, 1], [1, 1])),
+], ids=["conv2d", "depthwise"])
+def test_non_finite_inputs_with_padding(op, geometry):
+    """inf and NaN inputs reach only the outputs that read them, finite or infinite weights."""
+    for seed, weights in ((5, False), (6, True)):
+        case = conv_case(op, CONV_DTYPES[3], geometry, 1, 3, 2, seed, False)
+        rng = np.random.default_rng(seed)
+        _sprinkle(rng, case.operands[0][1], 0.05)
+        if weights:
+            _sprinkle(rng, case.operands[1][1], 0.1)
+        run_conv_case(case)
+
+
+def test_transpose_conv2d_inf_weights_leave_uncovered_outputs_as_bias():
+    case = transpose_case(CONV_DTYPES[3], 1, 3, 2, 2, 3, 2, 2, 2, 3, [1, 2, -1, 2], 7, False)
+    _sprinkle(np.random.default_rng(7), case.operands[1][1], 0.3)
+    run_conv_case(case)
+
+
+@pytest.mark.parametrize("op,nan_mode", [("AVG_POOL2D", 1), ("MAX_POOL2D", 1),
+                                         ("MAX_POOL2D", 2)], ids=["avg", "max-propagate",
+                                                                  "max-ignore"])
+def test_pool_non_finite_inputs_with_padding(op, nan_mode):
+    geometry = ([5, 6], [3, 3], [2, 1, 1, 2], [1, 2], None)
+    case = pool_case(op, F32, F32 if op == "AVG_POOL2D" else None, geometry, 1, 3, 8, nan_mode)
+    _sprinkle(np.random.default_rng(8), case.operands[0][1], 0.1)
+    run_case(case)

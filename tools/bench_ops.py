@@ -166,7 +166,9 @@ def matmul_rows(dtype: str, torch) -> list[Row]:
         theirs = None
         if dtype == "f32":
             theirs = bind(torch.matmul, torch.from_numpy(a), torch.from_numpy(b))
-        rows.append((f"matmul {dtype} {name}", bind(OPS["MATMUL"].fn, A=a, B=b, A_zp=zp, B_zp=zp),
+        out = np.dtype(np.float32 if dtype == "f32" else np.int32)
+        rows.append((f"matmul {dtype} {name}",
+                     bind(OPS["MATMUL"].fn, A=a, B=b, A_zp=zp, B_zp=zp, result_dtype=out),
                      theirs))
     return rows
 

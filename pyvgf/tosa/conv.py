@@ -3,7 +3,12 @@
 Integer convolutions subtract the zero points and accumulate exactly (int8 x int8 and int8 x int4
 into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
 round once to the output type. All run as an im2col patch matrix times the weight matrix in BLAS
-(see kernels.py for why the integer ones stay bit-exact), depthwise as one multiply-add per tap.
+(see kernels.py for why the integer ones stay bit-exact), a band of output rows at a time so the
+patch matrix stays small, depthwise as one multiply-add per tap.
+
+The specification skips padded taps rather than multiplying them: with a non-finite float
+weight (0 x inf is NaN) and padding, CONV2D, CONV3D and DEPTHWISE_CONV2D instead accumulate
+each tap over the outputs whose reads land inside the input (kernels.inside_taps).
 """
 
 from __future__ import annotations
@@ -15,7 +20,19 @@ from numpy.lib.stride_tricks import sliding_window_view
 
 from . import checking as ck
 from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
-from .kernels import F32, I64, exact_dtype, im2col, max_offset, padded, prepared, scalar, taps
+from .kernels import (
+    F32,
+    I64,
+    bands,
+    exact_dtype,
+    im2col,
+    inside_taps,
+    max_offset,
+    padded,
+    prepared,
+    scalar,
+    taps,
+)
 from .registry import tosa_op
 
 CONV_TYPES = {
@@ -76,6 +93,12 @@ def _conv_matrix(w: np.ndarray) -> np.ndarray:
     return w.reshape(w.shape[0], -1).T
 
 
+def _skip_padding(weight: np.ndarray, matrix: np.ndarray, pads: list[tuple[int, int]]) -> bool:
+    """Whether padded taps must be skipped: a float weight with inf or NaN, and padding."""
+    return (matrix.dtype == F32 and any(a or b for a, b in pads)
+            and not prepared(weight, "finite", lambda: bool(np.isfinite(matrix).all())))
+
+
 def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
           weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray,
           dilation: np.ndarray) -> np.ndarray:
@@ -90,9 +113,31 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
                 for n, (a, b), k, d, s in zip(input.shape[1:-1], pads, kernel, dilation, stride)]
     dtype = _compute_dtype(weight, wzp, input.dtype, izp, _conv_matrix)
     wmat = _matrix(weight, wzp, dtype, _conv_matrix)
+    if _skip_padding(weight, wmat, pads):
+        x = padded(input, dtype, [], izp)
+        channels = input.shape[-1]
+        acc = np.zeros((input.shape[0], *out_size, weight.shape[0]), dtype)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the spec's NaN
+            for t, outs, ins in inside_taps(input.shape[1:-1], pads, kernel, stride, dilation,
+                                            out_size):
+                rows = wmat[t * channels:(t + 1) * channels]
+                acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
+        return _finish(acc, bias, _out_dtype(input.dtype))
     xp = padded(input, dtype, pads, izp)
-    acc = im2col(xp, kernel, stride, dilation, out_size) @ wmat
-    acc = acc.reshape(input.shape[0], *out_size, weight.shape[0])
+    n, oc = input.shape[0], weight.shape[0]
+    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
+        acc = (xp.reshape(-1, xp.shape[-1]) @ wmat).reshape(n, *out_size, oc)
+        return _finish(acc, bias, _out_dtype(input.dtype))
+    acc = np.empty((n, *out_size, oc), dtype)
+    # Bands of output rows: each band's patch matrix is small enough to stay in cache.
+    row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
+    for first, stop in bands(out_size[0], row_bytes):
+        cols = im2col(xp[:, first * stride[0]:], kernel, stride, dilation,
+                      (stop - first, *out_size[1:]))
+        if n == 1:  # the band of the result is contiguous: BLAS writes it in place
+            np.matmul(cols, wmat, out=acc[0, first:stop].reshape(-1, oc))
+        else:
+            acc[:, first:stop] = (cols @ wmat).reshape(n, stop - first, *out_size[1:], oc)
     return _finish(acc, bias, _out_dtype(input.dtype))
 
 
@@ -135,8 +180,17 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                 for n, (a, b), k, d, s in zip(input.shape[1:3], pads, (kh, kw), dilation, stride)]
     dtype = _compute_dtype(weight, wzp, input.dtype, izp, _depthwise_taps)
     wtaps = _matrix(weight, wzp, dtype, _depthwise_taps)
-    xp = padded(input, dtype, pads, izp)
     n = input.shape[0]
+    if _skip_padding(weight, wtaps, pads):
+        x = padded(input, dtype, [], izp)
+        acc = np.zeros((n, *out_size, channels, mult), dtype)
+        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the spec's NaN
+            for t, outs, ins in inside_taps(input.shape[1:3], pads, (kh, kw), stride, dilation,
+                                            out_size):
+                acc[(slice(None), *outs)] += (x[(slice(None), *ins)][..., None]
+                                              * wtaps[t].reshape(channels, mult))
+        return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
+    xp = padded(input, dtype, pads, izp)
     if channels >= _EINSUM_CHANNELS:
         # Many channels: one pass summing the 3x3 window of each channel (sliding view).
         windows = sliding_window_view(xp, ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1),

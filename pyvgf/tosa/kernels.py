@@ -124,6 +124,30 @@ def taps(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
             for k, d, o, s in zip(index, dilation, out_size, stride))
 
 
+def inside_taps(sizes: Sequence[int], pads: Sequence[tuple[int, int]], kernel: Sequence[int],
+                stride: Sequence[int], dilation: Sequence[int], out_size: Sequence[int]
+                ) -> Iterator[tuple[int, tuple[slice, ...], tuple[slice, ...]]]:
+    """Per kernel tap that reads any real input: its flat index, the output slices whose reads
+    land inside the unpadded input and the input slices they read there.
+
+    This is the specification's `0 <= y < IH && 0 <= x < IW` guard: padding is skipped, not
+    multiplied, so a non-finite weight never meets it.
+    """
+    for flat, index in enumerate(product(*(range(k) for k in kernel))):
+        outs, ins = [], []
+        for k, n, (before, _), s, d, o in zip(index, sizes, pads, stride, dilation, out_size):
+            first = k * d - before  # the input coordinate output 0 reads
+            lo = max(0, -(first // s))
+            hi = min(o, (n - 1 - first) // s + 1)
+            if hi <= lo:
+                break
+            start = lo * s + first
+            outs.append(slice(lo, hi))
+            ins.append(slice(start, start + (hi - lo - 1) * s + 1, s))
+        else:
+            yield flat, tuple(outs), tuple(ins)
+
+
 def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
            dilation: Sequence[int], out_size: Sequence[int]) -> np.ndarray:
     """The patch matrix [N * prod(out_size), prod(kernel) * C] of padded input xp [N, *S, C].
@@ -134,8 +158,6 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
     """
     n, channels = xp.shape[0], xp.shape[-1]
     spatial = len(kernel)
-    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):
-        return xp.reshape(-1, channels)
     rows = n * int(np.prod(out_size))
     if channels >= _SHORT_RUN:
         cols = np.empty((n, *out_size, *kernel, channels), xp.dtype)
@@ -152,3 +174,15 @@ def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],
 
 _SHORT_RUN = 16
 """Channel counts below this gather im2col patches transposed."""
+
+BAND_BYTES = 1 << 18
+"""Working-set size of one band of output rows: large temporaries stay in cache, and are reused
+from the allocator's free lists rather than page-faulted in afresh on every call."""
+
+
+def bands(rows: int, row_bytes: int) -> Iterator[tuple[int, int]]:
+    """(first, stop) ranges covering `rows` output rows, each of at most BAND_BYTES (one row at
+    least) when one row's temporaries take `row_bytes`."""
+    step = max(1, BAND_BYTES // max(1, row_bytes))
+    for first in range(0, rows, step):
+        yield first, min(rows, first + step)

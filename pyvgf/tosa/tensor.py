@@ -21,16 +21,14 @@ MATMUL_TYPES = {
 }
 """Input element type -> the output types MATMUL may declare."""
 
-_MATMUL_OUT = {I8: I32, I16: I48, FP8E4M3: FP16, FP8E5M2: FP16, FP16: FP16, BF16: FP32,
-               FP32: FP32}
-"""The output type this implementation returns (fp16 -> fp16: the operands cannot tell
-the fp16-with-fp32-accumulate variant apart)."""
 
 
 @tosa_op("MATMUL")
-def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray) -> np.ndarray:
-    """Batched matrix product: A [N,H,C] times B [N,C,W] -> [N,H,W]."""
-    out_dtype = _MATMUL_OUT[A.dtype]
+def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray,
+           result_dtype: np.dtype) -> np.ndarray:
+    """Batched matrix product: A [N,H,C] times B [N,C,W] -> [N,H,W] of `result_dtype`, the
+    declared result's element type (fp16 operands may give fp16 or fp32)."""
+    out_dtype = np.dtype(result_dtype)
     if ck.is_float(A.dtype):
         a = A.astype(F32, copy=False)
         b = B.astype(F32, copy=False)
@@ -66,7 +64,8 @@ def rfft2d(*, input_real: np.ndarray, local_bound: bool = False) -> tuple[np.nda
 
 
 @matmul.check
-def _matmul_check(result: object, *, A: object, B: object, A_zp: object, B_zp: object) -> None:
+def _matmul_check(result: object, *, A: object, B: object, A_zp: object, B_zp: object,
+                  result_dtype: object = None) -> None:
     op = "MATMUL"
     a = ck.rank(op, "A", A, 3)
     b = ck.rank(op, "B", B, 3)
@@ -79,11 +78,13 @@ def _matmul_check(result: object, *, A: object, B: object, A_zp: object, B_zp: o
     ck.zero_point(op, "A_zp", A_zp, a.dtype)
     ck.zero_point(op, "B_zp", B_zp, b.dtype)
     declared = ck.type_of(result)
-    if declared.dtype != _MATMUL_OUT[a.dtype]:
-        allowed = MATMUL_TYPES[a.dtype]
-        why = ("the interpreter returns fp16 for fp16 operands"
-               if declared.dtype in allowed else f"allowed: {[str(t) for t in allowed]}")
-        raise ck.fail(op, "output", f"declared {declared.dtype} for {a.dtype} operands; {why}")
+    allowed = MATMUL_TYPES[a.dtype]
+    if declared.dtype not in allowed:
+        raise ck.fail(op, "output", f"declared {declared.dtype} for {a.dtype} operands; "
+                                    f"allowed: {[str(t) for t in allowed]}")
+    if result_dtype is not None and np.dtype(result_dtype) != declared.dtype:
+        raise ck.fail(op, "output", f"result_dtype {np.dtype(result_dtype)} differs from the "
+                                    f"declared {declared.dtype}")
     ck.result(op, result, declared.dtype, (a.shape[0], a.shape[1], b.shape[2]))
 
 
