@@ -32,15 +32,19 @@ def test_discrete_gpu_resources_go_to_vram_outside_the_bar():
 
 
 def test_discrete_gpu_host_memory_is_cached_system_memory():
-    assert rank_memory_types(DISCRETE, ALL, host_visible=True) == [3, 4, 2]
+    assert rank_memory_types(DISCRETE, ALL, host_visible=True) == [3, 2, 4]
+
+
+def test_unified_memory_host_memory_is_cached_device_local():
+    assert rank_memory_types(INTEGRATED, ALL, host_visible=True) == [2, 1]
 
 
 def test_host_memory_falls_back_to_coherent_when_nothing_is_cached():
-    assert rank_memory_types(DISCRETE_NO_CACHED, ALL, host_visible=True) == [2, 1]
+    assert rank_memory_types(DISCRETE_NO_CACHED, ALL, host_visible=True) == [1, 2]
 
 
 def test_type_bits_exclude_types():
-    assert rank_memory_types(DISCRETE, 1 << 2 | 1 << 4, host_visible=True) == [4, 2]
+    assert rank_memory_types(DISCRETE, 1 << 3 | 1 << 4, host_visible=True) == [3, 4]
     assert rank_memory_types(DISCRETE, 1 << 0, host_visible=True) == []
 
 

@@ -579,8 +579,9 @@ def rank_memory_types(memory_types: list[tuple[int, int]], type_bits: int, *, ho
     """Indices of the memory types (propertyFlags, heapIndex) allowed by `type_bits`, best first.
 
     Host-visible (the host maps it): HOST_VISIBLE|HOST_COHERENT only; HOST_CACHED first, because
-    the host reads uncached (write-combined) memory very slowly, device-local before the rest
-    among equals (unified memory). Not host-visible (the device's own): DEVICE_LOCAL first, and
+    the host reads uncached (write-combined) memory very slowly; among cached types device-local
+    first (unified memory), among uncached ones system memory first (host reads of a discrete
+    GPU's BAR cross PCIe). Not host-visible (the device's own): DEVICE_LOCAL first, and
     among those the types the host cannot map, so that a discrete GPU's small or write-combined
     host-visible window (BAR) stays free.
     """
@@ -588,8 +589,11 @@ def rank_memory_types(memory_types: list[tuple[int, int]], type_bits: int, *, ho
     if host_visible:
         want = HOST_VISIBLE | HOST_COHERENT
         candidates = [i for i in candidates if memory_types[i][0] & want == want]
-        return sorted(candidates, key=lambda i: (not memory_types[i][0] & HOST_CACHED,
-                                                 not memory_types[i][0] & DEVICE_LOCAL))
+        def host_rank(i: int) -> tuple[bool, bool]:
+            cached, local = bool(memory_types[i][0] & HOST_CACHED), bool(memory_types[i][0] & DEVICE_LOCAL)
+            return not cached, local != cached
+
+        return sorted(candidates, key=host_rank)
     return sorted(candidates, key=lambda i: (not memory_types[i][0] & DEVICE_LOCAL,
                                              bool(memory_types[i][0] & HOST_VISIBLE)))
 
