@@ -3,13 +3,8 @@ processes' noise (the first H200 run printed negative figures from one process o
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools" / "bench"))
-from suite import wall_per_repeat  # noqa: E402
+from bench.suite import wall_per_repeat  # tools/bench/suite.py (tests/conftest.py puts tools/ on sys.path)
 
 
 def test_clear_difference_gives_the_time_per_repeat():
