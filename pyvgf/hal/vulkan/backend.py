@@ -116,10 +116,7 @@ class VulkanDevice(hal.Device):
     def _host_memory_bits(self) -> int:
         """Memory types that every tensor and buffer accepts, so one DeviceMemory can hold
         aliased tensors and buffers alike."""
-        probe = tensors.tensor_description(100, (4,))
-        _, _, tensor_bits = tensors.tensor_memory_requirements(self.ctx, probe)
-        _, _, buffer_bits = tensors.buffer_memory_requirements(self.ctx, 16)
-        bits = tensor_bits & buffer_bits
+        bits = tensors.shared_memory_bits(self.ctx)
         if not self.ctx.memory_types_for(bits, host_visible=True):
             raise HalError(f"{self.ctx.report.name} has no host-visible memory type shared by tensors and buffers")
         return bits

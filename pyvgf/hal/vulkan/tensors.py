@@ -121,6 +121,14 @@ def buffer_memory_requirements(ctx: VulkanContext, size: int, usage: int = BUFFE
     return int(r.size), int(r.alignment), int(r.memoryTypeBits)
 
 
+def shared_memory_bits(ctx: VulkanContext) -> int:
+    """Memory types that every tensor and buffer accepts, so that one VkDeviceMemory can hold
+    aliased tensors and buffers alike."""
+    _, _, tensor_bits = tensor_memory_requirements(ctx, tensor_description(100, (4,)))
+    _, _, buffer_bits = buffer_memory_requirements(ctx, 16)
+    return tensor_bits & buffer_bits
+
+
 class Memory:
     """VkDeviceMemory: of a host-visible coherent type, mapped for its whole life, or (with
     `device_local`) of the device's own type, not mapped."""
