@@ -182,6 +182,7 @@ def test_doctor_report_names_device_and_extension_origin():
     assert "VK_ARM_tensors: " in text and "VK_ARM_data_graph: " in text
     assert "data graph operations: TOSA.001000.1" in text
     assert "pyvgf uses device" in text
+    assert "memory type 0: " in text and "model resources: " in text
 
 
 def test_doctor_command(capsys):

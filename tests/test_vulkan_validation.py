@@ -172,15 +172,19 @@ def test_hal_flows_under_validation(vgf_model):
     assert not messages.unexpected(), "\n".join(messages.unexpected())
 
 
+@pytest.mark.parametrize("staged", [False, True], ids=["direct", "staged"])
 @pytest.mark.parametrize("name", ["vulkan_conv2d_f32", "runtime_segments"])
-def test_runtime_models_under_validation(name, vgf_model):
+def test_runtime_models_under_validation(name, staged, vgf_model, monkeypatch):
     """pyvgf.load() on a validated vulkan adapter: the runtime's whole schedule (graph, compute
-    with aliased buffers, barriers, sessions, transfers) makes no unexpected message."""
+    with aliased buffers, barriers, sessions, transfers) makes no unexpected message, on the
+    direct path and on the discrete-GPU path (device-local resources, staging copies)."""
     require_validation_layer()
     from pyvgf import hal, load
     from pyvgf.hal.vulkan import request_adapter
-    from pyvgf.hal.vulkan.backend import VulkanDataGraphPipeline
+    from pyvgf.hal.vulkan.backend import VulkanDataGraphPipeline, VulkanDevice
     from pyvgf.hal.vulkan._vk import vk
+
+    monkeypatch.setattr(VulkanDevice, "prefers_device_local", property(lambda self: staged))
 
     messages = Messages()
     hal.register_backend("vulkan-validated", lambda: request_adapter(validation=True, on_message=messages))

@@ -402,12 +402,21 @@ class Device(HalObject):
 
     # -- memory, tensors, buffers
 
-    def allocate_memory(self, size: int, label: str = "") -> DeviceMemory:
-        """Allocate `size` bytes of host-visible device memory (vkAllocateMemory)."""
+    @property
+    def prefers_device_local(self) -> bool:
+        """True when resources the device works on belong in device-local memory, with host
+        transfers through host-visible staging resources and copies (a discrete GPU); False
+        when host-visible memory serves the device at full speed (CPU, unified memory)."""
+        return False
+
+    def allocate_memory(self, size: int, label: str = "", *, device_local: bool = False) -> DeviceMemory:
+        """Allocate `size` bytes of device memory (vkAllocateMemory): host-visible, or the
+        device's own with `device_local` (then the host reaches what lives there only through
+        queue transfers, which stage it, or copies)."""
         self._check()
         if not isinstance(size, int) or size <= 0:
             raise HalError(f"memory size must be a positive int, got {size!r}")
-        return self._allocate_memory(size, label)
+        return self._allocate_memory(size, label, device_local)
 
     def tensor_description(
         self,
@@ -469,11 +478,13 @@ class Device(HalObject):
         tiling: TensorTiling = TensorTiling.LINEAR,
         memory: DeviceMemory | None = None,
         memory_offset: int = 0,
+        device_local: bool = False,
         label: str = "",
     ) -> Tensor:
         """Create a tensor (vkCreateTensorARM) and bind memory to it (vkBindTensorMemoryARM).
 
-        Without `memory` the tensor gets memory of its own. With it, the tensor lives at
+        Without `memory` the tensor gets memory of its own (device-local with `device_local`,
+        see `allocate_memory`). With it, the tensor lives at
         `memory_offset` in that memory, which it may share with other tensors and buffers:
         that is how resources alias.
         """
@@ -481,7 +492,7 @@ class Device(HalObject):
         desc = self.tensor_description(format, shape, strides, usage, tiling)
         req = self._tensor_memory_requirements(desc)
         self._check_binding(memory, memory_offset, req, f"tensor {desc}")
-        return self._create_tensor(desc, memory, memory_offset, label)
+        return self._create_tensor(desc, memory, memory_offset, label, device_local)
 
     def get_buffer_memory_requirements(self, size: int, usage: BufferUsage = BUFFER_USAGE_ALL) -> MemoryRequirements:
         """vkGetDeviceBufferMemoryRequirements."""
@@ -495,9 +506,11 @@ class Device(HalObject):
         *,
         memory: DeviceMemory | None = None,
         memory_offset: int = 0,
+        device_local: bool = False,
         label: str = "",
     ) -> Buffer:
-        """Create a buffer (vkCreateBuffer) with memory of its own or bound in `memory`."""
+        """Create a buffer (vkCreateBuffer) with memory of its own (device-local with
+        `device_local`) or bound in `memory`."""
         self._check()
         if not isinstance(size, int) or size <= 0:
             raise HalError(f"buffer size must be a positive int, got {size!r}")
@@ -505,7 +518,7 @@ class Device(HalObject):
             raise HalError("buffer usage must not be empty")
         req = self._buffer_memory_requirements(size, BufferUsage(usage))
         self._check_binding(memory, memory_offset, req, f"buffer of {size} bytes")
-        return self._create_buffer(size, BufferUsage(usage), memory, memory_offset, label)
+        return self._create_buffer(size, BufferUsage(usage), memory, memory_offset, label, device_local)
 
     def _check_binding(self, memory: DeviceMemory | None, offset: int, req: MemoryRequirements, what: str) -> None:
         if memory is None:
@@ -678,21 +691,21 @@ class Device(HalObject):
     def _create_queue(self) -> Queue:
         raise NotImplementedError
 
-    def _allocate_memory(self, size: int, label: str) -> DeviceMemory:
+    def _allocate_memory(self, size: int, label: str, device_local: bool) -> DeviceMemory:
         raise NotImplementedError
 
     def _tensor_memory_requirements(self, description: TensorDescription) -> MemoryRequirements:
         raise NotImplementedError
 
     def _create_tensor(self, description: TensorDescription, memory: DeviceMemory | None,
-                       offset: int, label: str) -> Tensor:
+                       offset: int, label: str, device_local: bool) -> Tensor:
         raise NotImplementedError
 
     def _buffer_memory_requirements(self, size: int, usage: BufferUsage) -> MemoryRequirements:
         raise NotImplementedError
 
     def _create_buffer(self, size: int, usage: BufferUsage, memory: DeviceMemory | None,
-                       offset: int, label: str) -> Buffer:
+                       offset: int, label: str, device_local: bool) -> Buffer:
         raise NotImplementedError
 
     def _create_shader_module(self, code: np.ndarray | str, name: str, language: str, label: str) -> ShaderModule:
@@ -727,7 +740,8 @@ class Device(HalObject):
 
 
 class DeviceMemory(_DeviceChild):
-    """VkDeviceMemory: host-visible bytes that tensors and buffers are bound to."""
+    """VkDeviceMemory: bytes that tensors and buffers are bound to (host-visible unless
+    allocated `device_local`)."""
 
     _kind = "DeviceMemory"
 

@@ -42,19 +42,19 @@ class CpuDevice(hal.Device):
     def _create_queue(self):
         return CpuQueue(self)
 
-    def _allocate_memory(self, size, label):
+    def _allocate_memory(self, size, label, device_local):
         return CpuMemory(self, size, label)
 
     def _tensor_memory_requirements(self, description):
         return hal.MemoryRequirements(_round_up(description.nbytes), _ALIGNMENT)
 
-    def _create_tensor(self, description, memory, offset, label):
+    def _create_tensor(self, description, memory, offset, label, device_local):
         return CpuTensor(self, description, memory, offset, label)
 
     def _buffer_memory_requirements(self, size, usage):
         return hal.MemoryRequirements(_round_up(size), _ALIGNMENT)
 
-    def _create_buffer(self, size, usage, memory, offset, label):
+    def _create_buffer(self, size, usage, memory, offset, label, device_local):
         return CpuBuffer(self, size, usage, memory, offset, label)
 
     def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label):

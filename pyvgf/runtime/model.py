@@ -92,7 +92,7 @@ class Model:
         try:
             queue = self.device.queue
             for mrt, array in zip(self._input_mrt, arrays):
-                res = execution.resources[mrt]
+                res = execution.host[mrt]
                 if isinstance(res, hal.Tensor):
                     queue.write_tensor(res, array)
                 else:
@@ -115,7 +115,7 @@ class Model:
         return self._schedule.execution()
 
     def _read(self, execution: Execution, mrt: int, info: TensorInfo) -> np.ndarray:
-        res = execution.resources[mrt]
+        res = execution.host[mrt]
         if isinstance(res, hal.Tensor):
             return self.device.queue.read_tensor(res)
         return self.device.queue.read_buffer(res).view(info.dtype).reshape(info.shape)

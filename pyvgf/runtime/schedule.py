@@ -6,6 +6,12 @@ with the graph constants bound as zero-copy views of the file. `Schedule.executi
 what one run in flight needs: the resources (memory shared within each alias group), descriptor
 sets, data graph sessions and the command buffer that dispatches every segment in order with a
 barrier between segments. Nothing here depends on input values.
+
+Where the device prefers device-local memory (a discrete GPU: `Device.prefers_device_local`),
+every resource and session memory is device-local, and each model input and output also gets a
+persistent host-visible staging twin: the command buffer copies the inputs' twins in before the
+first segment and the outputs out to theirs after the last, so a run is one submission and the
+host only touches host-visible (cached where the device has it) memory.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ class Execution:
 
     def __init__(self, schedule: Schedule):
         device = self.device = schedule.device
+        local = self.device_local = device.prefers_device_local
         self.resources: dict[int, hal.Tensor | hal.Buffer] = {}
         groups: dict[int, list[int]] = {}
         for index in schedule.used:
@@ -60,17 +67,26 @@ class Execution:
             memory = None
             if len(members) > 1:
                 size = max(schedule.requirements[i].size for i in members)
-                memory = device.allocate_memory(size, label=f"alias group of MRT {members}")
+                memory = device.allocate_memory(size, label=f"alias group of MRT {members}", device_local=local)
             for i in members:
                 desc = schedule.descriptions[i]
                 if schedule.is_tensor[i]:
                     self.resources[i] = device.create_tensor(desc.format, desc.shape, desc.strides, desc.usage,
-                                                             memory=memory, label=f"MRT {i}")
+                                                             memory=memory, device_local=local, label=f"MRT {i}")
                 else:
                     self.resources[i] = device.create_buffer(desc.nbytes, hal.BUFFER_USAGE_ALL,
-                                                             memory=memory, label=f"MRT {i}")
+                                                             memory=memory, device_local=local, label=f"MRT {i}")
+        self.host: dict[int, hal.Tensor | hal.Buffer] = {}
+        """What the host writes inputs to and reads outputs from, by MRT index: the resource
+        itself, or its host-visible staging twin."""
+        for i in (*schedule.inputs, *schedule.outputs):
+            self.host[i] = self._staging(self.resources[i], i) if local else self.resources[i]
         views = {i: r.create_view() if isinstance(r, hal.Tensor) else r for i, r in self.resources.items()}
         encoder = device.create_command_encoder(label="model run")
+        if local:
+            for i in schedule.inputs:
+                self._copy(encoder, self.host[i], self.resources[i])
+            encoder.barrier()
         for n, plan in enumerate(schedule.segments):
             point = hal.PipelineBindPoint.DATA_GRAPH if isinstance(plan.pipeline, hal.DataGraphPipeline) \
                 else hal.PipelineBindPoint.COMPUTE
@@ -85,7 +101,27 @@ class Execution:
                 encoder.dispatch_data_graph(self._session(plan.pipeline))
             else:
                 encoder.dispatch(*plan.segment.dispatch_shape)
+        if local:
+            encoder.barrier()
+            for i in schedule.outputs:
+                self._copy(encoder, self.resources[i], self.host[i])
         self.command_buffer = encoder.finish()
+
+    def _staging(self, resource: hal.Tensor | hal.Buffer, index: int) -> hal.Tensor | hal.Buffer:
+        """A host-visible resource of the same layout as `resource`, for copies to and from it."""
+        if isinstance(resource, hal.Tensor):
+            d = resource.description
+            return self.device.create_tensor(d.format, d.shape, d.strides,
+                                             hal.TensorUsage.TRANSFER_SRC | hal.TensorUsage.TRANSFER_DST,
+                                             label=f"MRT {index} staging")
+        return self.device.create_buffer(resource.size, hal.BUFFER_USAGE_ALL, label=f"MRT {index} staging")
+
+    @staticmethod
+    def _copy(encoder: hal.CommandEncoder, src: hal.Tensor | hal.Buffer, dst: hal.Tensor | hal.Buffer) -> None:
+        if isinstance(src, hal.Tensor):
+            encoder.copy_tensor(src, dst)
+        else:
+            encoder.copy_buffer(src, dst, 0, 0, src.size)
 
     def _session(self, pipeline: hal.DataGraphPipeline) -> hal.DataGraphSession:
         session = self.device.create_data_graph_session(pipeline)
@@ -93,7 +129,8 @@ class Execution:
             for i in range(req.num_objects):
                 size = session.memory_requirements(req.bind_point, i).size
                 if size:
-                    session.bind_memory(self.device.allocate_memory(size), 0, req.bind_point, i)
+                    memory = self.device.allocate_memory(size, device_local=self.device_local)
+                    session.bind_memory(memory, 0, req.bind_point, i)
         return session
 
 
@@ -108,6 +145,8 @@ class Schedule:
         self.descriptions: dict[int, hal.TensorDescription] = {}
         self.is_tensor: dict[int, bool] = {}
         self.requirements: dict[int, hal.MemoryRequirements] = {}
+        self.inputs = list(dict.fromkeys(slot.mrt_index for slot in seq.inputs))
+        self.outputs = list(dict.fromkeys(slot.mrt_index for slot in seq.outputs))
         for slot in (*seq.inputs, *seq.outputs):
             self._use(slot.mrt_index, "model input/output slot")
         modules: dict[int, hal.ShaderModule] = {}

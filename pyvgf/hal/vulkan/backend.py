@@ -22,7 +22,7 @@ from ...errors import HalError
 from .. import _classes as hal
 from . import _ffi, commands, pipelines, tensors
 from ._vk import new_struct, vk
-from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance, pick_device
+from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance, is_unified_memory, pick_device
 
 _DEVICE_TYPES = {0: "other", 1: "integrated-gpu", 2: "discrete-gpu", 3: "virtual-gpu", 4: "cpu"}
 
@@ -107,6 +107,7 @@ class VulkanDevice(hal.Device):
         self._close = weakref.finalize(self, self.ctx.destroy)
         try:
             self._host_bits = self._host_memory_bits()
+            self._unified = is_unified_memory(self.ctx.memory_types, self._host_bits)
             super().__init__(adapter, shaders, label)
         except BaseException:
             self._close()
@@ -115,13 +116,15 @@ class VulkanDevice(hal.Device):
     def _host_memory_bits(self) -> int:
         """Memory types that every tensor and buffer accepts, so one DeviceMemory can hold
         aliased tensors and buffers alike."""
-        probe = tensors.tensor_description(100, (4,))
-        _, _, tensor_bits = tensors.tensor_memory_requirements(self.ctx, probe)
-        _, _, buffer_bits = tensors.buffer_memory_requirements(self.ctx, 16)
-        bits = tensor_bits & buffer_bits
+        bits = tensors.shared_memory_bits(self.ctx)
         if not self.ctx.memory_types_for(bits, host_visible=True):
             raise HalError(f"{self.ctx.report.name} has no host-visible memory type shared by tensors and buffers")
         return bits
+
+    @property
+    def prefers_device_local(self) -> bool:
+        """False on unified memory (lavapipe, integrated GPUs), True on a discrete GPU."""
+        return not self._unified
 
     def _destroy(self) -> None:
         if self.ctx.device is not None:
@@ -133,25 +136,25 @@ class VulkanDevice(hal.Device):
     def _create_queue(self):
         return VulkanQueue(self)
 
-    def _allocate_memory(self, size, label):
-        return VulkanMemory(self, size, label)
+    def _allocate_memory(self, size, label, device_local):
+        return VulkanMemory(self, size, label, device_local)
 
     def _tensor_memory_requirements(self, description):
         size, alignment, _ = tensors.tensor_memory_requirements(self.ctx, _vk_description(description))
         return hal.MemoryRequirements(max(size, description.nbytes), alignment)
 
-    def _create_tensor(self, description, memory, offset, label):
+    def _create_tensor(self, description, memory, offset, label, device_local):
         if description.strides is not None and description.strides != description.packed_strides and not self.ctx.tensor_non_packed:
             raise HalError(f"tensor {description} has non-packed strides {list(description.strides)}, but "
                            f"{self.ctx.report.name} lacks the tensorNonPacked feature")
-        return VulkanTensor(self, description, memory, offset, label)
+        return VulkanTensor(self, description, memory, offset, label, device_local)
 
     def _buffer_memory_requirements(self, size, usage):
         size_, alignment, _ = tensors.buffer_memory_requirements(self.ctx, size, int(usage))
         return hal.MemoryRequirements(size_, alignment)
 
-    def _create_buffer(self, size, usage, memory, offset, label):
-        return VulkanBuffer(self, size, usage, memory, offset, label)
+    def _create_buffer(self, size, usage, memory, offset, label, device_local):
+        return VulkanBuffer(self, size, usage, memory, offset, label, device_local)
 
     def _create_descriptor_set_layout(self, bindings, label):
         return VulkanDescriptorSetLayout(self, bindings, label)
@@ -196,13 +199,13 @@ def _vk_description(d: hal.TensorDescription) -> Any:
 
 
 class VulkanMemory(_Backed, hal.DeviceMemory):
-    def __init__(self, device: VulkanDevice, size: int, label: str = ""):
+    def __init__(self, device: VulkanDevice, size: int, label: str = "", device_local: bool = False):
         super().__init__(device, size, label)
-        self.vk = tensors.Memory(device.ctx, size, device._host_bits, label=label)
+        self.vk = tensors.Memory(device.ctx, size, device._host_bits, device_local=device_local, label=label)
 
 
 class VulkanTensor(_Backed, hal.Tensor):
-    def __init__(self, device: VulkanDevice, description, memory, offset, label=""):
+    def __init__(self, device: VulkanDevice, description, memory, offset, label="", device_local=False):
         super().__init__(device, description, memory, offset, label)
         self.vk = tensors.Tensor(
             device.ctx,
@@ -214,11 +217,17 @@ class VulkanTensor(_Backed, hal.Tensor):
             memory=memory.vk if memory is not None else None,
             offset=offset,
             with_view=False,
+            device_local=device_local,
             label=label,
         )
 
     def _create_view(self, label):
         return VulkanTensorView(self, label)
+
+    @property
+    def mapped(self) -> bool:
+        """True when the tensor lives in host-visible (mapped) memory."""
+        return self.vk.memory.mapped is not None
 
     def array(self) -> np.ndarray:
         """A writable typed view of the tensor in mapped memory (LINEAR tensors)."""
@@ -239,10 +248,11 @@ class VulkanTensorView(hal.TensorView):
 
 
 class VulkanBuffer(_Backed, hal.Buffer):
-    def __init__(self, device: VulkanDevice, size, usage, memory, offset, label=""):
+    def __init__(self, device: VulkanDevice, size, usage, memory, offset, label="", device_local=False):
         super().__init__(device, size, usage, memory, offset, label)
         self.vk = tensors.Buffer(
-            device.ctx, size, usage=int(usage), memory=memory.vk if memory is not None else None, offset=offset, label=label
+            device.ctx, size, usage=int(usage), memory=memory.vk if memory is not None else None, offset=offset,
+            device_local=device_local, label=label,
         )
 
 
@@ -482,57 +492,84 @@ class VulkanQueue(hal.Queue):
 
     def _write_tensor(self, tensor, data):
         self._finish_earlier_work()
-        if tensor.description.tiling == hal.TensorTiling.LINEAR:
+        if tensor.description.tiling == hal.TensorTiling.LINEAR and tensor.mapped:
             tensor.array()[...] = data
         else:
-            self._staged(tensor, data)
+            self._staged_tensor(tensor, data)
 
     def _read_tensor(self, tensor):
         self._finish_earlier_work()
-        if tensor.description.tiling == hal.TensorTiling.LINEAR:
+        if tensor.description.tiling == hal.TensorTiling.LINEAR and tensor.mapped:
             return np.array(tensor.array(), copy=True, order="C")
-        return self._staged(tensor, None)
+        return self._staged_tensor(tensor, None)
 
-    def _staged(self, tensor: VulkanTensor, data: np.ndarray | None) -> np.ndarray | None:
-        """Host transfer of an OPTIMAL tensor (no host layout) through a LINEAR staging tensor
+    def _staged_tensor(self, tensor: VulkanTensor, data: np.ndarray | None) -> np.ndarray | None:
+        """Host transfer of an OPTIMAL or device-local tensor through a LINEAR staging tensor
         in host-visible memory and a whole-tensor vkCmdCopyTensorARM: written when `data` is
-        given, else read and returned."""
-        device: VulkanDevice = self.device
-        ctx, d = device.ctx, tensor.description
+        given, else read and returned. (A model run stages through persistent tensors copied
+        in its own command buffer instead: runtime/schedule.py.)"""
+        d = tensor.description
         usage = int(hal.TensorUsage.TRANSFER_SRC | hal.TensorUsage.TRANSFER_DST)
-        staging = tensors.Tensor(ctx, d.format, d.shape, usage=usage, with_view=False, label="staging")
+        staging = tensors.Tensor(self.device.ctx, d.format, d.shape, usage=usage, with_view=False, label="staging")
+        try:
+            if data is not None:
+                staging.array(d.dtype)[...] = data
+                self._copy_and_wait(lambda cb: cb.copy_tensor(staging, tensor.vk))
+                return None
+            self._copy_and_wait(lambda cb: cb.copy_tensor(tensor.vk, staging))
+            return np.array(staging.array(d.dtype), copy=True, order="C")
+        finally:
+            staging.destroy()
+
+    def _staged_buffer(self, buffer: VulkanBuffer, offset: int, data: np.ndarray | None, size: int) -> np.ndarray | None:
+        """Host transfer of `size` bytes at `offset` of a device-local buffer through a
+        host-visible staging buffer and vkCmdCopyBuffer (written when `data` is given)."""
+        staging = tensors.Buffer(self.device.ctx, size, label="staging")
+        try:
+            if data is not None:
+                staging.array()[...] = data
+                self._copy_and_wait(lambda cb: cb.copy_buffer(staging, buffer.vk, 0, offset, size))
+                return None
+            self._copy_and_wait(lambda cb: cb.copy_buffer(buffer.vk, staging, offset, 0, size))
+            return staging.array().copy()
+        finally:
+            staging.destroy()
+
+    def _copy_and_wait(self, record: Command) -> None:
+        """Record one copy into a one-off command buffer, submit it and wait for it."""
+        device: VulkanDevice = self.device
+        ctx = device.ctx
         cb = fence = None
         try:
             with device.lock:
                 cb = commands.CommandBuffer(ctx)
                 cb.begin()
-                if data is not None:
-                    staging.array(d.dtype)[...] = data
-                    cb.copy_tensor(staging, tensor.vk)
-                    cb.memory_barrier()
-                else:
-                    cb.copy_tensor(tensor.vk, staging)
+                record(cb)
+                cb.memory_barrier()
                 cb.host_barrier()
                 cb.end()
             fence = commands.Fence(ctx)
             with self._lock:
                 commands.submit(ctx, [cb], fence)
             fence.wait()
-            return None if data is not None else np.array(staging.array(d.dtype), copy=True, order="C")
         finally:
             if fence is not None:
                 fence.destroy()
             if cb is not None:
                 with device.lock:
                     cb.destroy()
-            staging.destroy()
 
     def _write_buffer(self, buffer, data, offset):
         self._finish_earlier_work()
-        buffer.vk.array()[offset : offset + data.size] = data
+        if buffer.vk.memory.mapped is None:
+            self._staged_buffer(buffer, offset, data, data.size)
+        else:
+            buffer.vk.array()[offset : offset + data.size] = data
 
     def _read_buffer(self, buffer, offset, size):
         self._finish_earlier_work()
+        if buffer.vk.memory.mapped is None:
+            return self._staged_buffer(buffer, offset, None, size)
         return buffer.vk.array()[offset : offset + size].copy()
 
     def _wait_idle(self):

@@ -517,15 +517,8 @@ class VulkanContext:
     # -- memory -----------------------------------------------------------------------------
 
     def memory_types_for(self, type_bits: int, *, host_visible: bool) -> list[int]:
-        """Indices of the memory types allowed by `type_bits`, best first: host-visible and
-        coherent only when asked; device-local before the rest."""
-        mod = vk()
-        want = mod.VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | mod.VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-        local = mod.VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT
-        candidates = [i for i in range(len(self.memory_types)) if type_bits & (1 << i)]
-        if host_visible:
-            candidates = [i for i in candidates if self.memory_types[i][0] & want == want]
-        return sorted(candidates, key=lambda i: not self.memory_types[i][0] & local)
+        """Indices of the memory types allowed by `type_bits`, best first (`rank_memory_types`)."""
+        return rank_memory_types(self.memory_types, type_bits, host_visible=host_visible)
 
     def allocate(self, size: int, type_bits: int, *, host_visible: bool) -> tuple[Any, int]:
         """(VkDeviceMemory, memory type index) of `size` bytes; when the preferred
@@ -574,6 +567,45 @@ class VulkanContext:
     def live_objects(self) -> int:
         """How many Vulkan objects this context created and has not destroyed."""
         return sum(self.live.values())
+
+
+DEVICE_LOCAL = 0x1
+HOST_VISIBLE = 0x2
+HOST_COHERENT = 0x4
+HOST_CACHED = 0x8
+
+
+def rank_memory_types(memory_types: list[tuple[int, int]], type_bits: int, *, host_visible: bool) -> list[int]:
+    """Indices of the memory types (propertyFlags, heapIndex) allowed by `type_bits`, best first.
+
+    Host-visible (the host maps it): HOST_VISIBLE|HOST_COHERENT only; HOST_CACHED first, because
+    the host reads uncached (write-combined) memory very slowly; among cached types device-local
+    first (unified memory), among uncached ones system memory first (host reads of a discrete
+    GPU's BAR cross PCIe). Not host-visible (the device's own): DEVICE_LOCAL first, and
+    among those the types the host cannot map, so that a discrete GPU's small or write-combined
+    host-visible window (BAR) stays free.
+    """
+    candidates = [i for i in range(len(memory_types)) if type_bits >> i & 1]
+    if host_visible:
+        want = HOST_VISIBLE | HOST_COHERENT
+        candidates = [i for i in candidates if memory_types[i][0] & want == want]
+        def host_rank(i: int) -> tuple[bool, bool]:
+            cached, local = bool(memory_types[i][0] & HOST_CACHED), bool(memory_types[i][0] & DEVICE_LOCAL)
+            return not cached, local != cached
+
+        return sorted(candidates, key=host_rank)
+    return sorted(candidates, key=lambda i: (not memory_types[i][0] & DEVICE_LOCAL,
+                                             bool(memory_types[i][0] & HOST_VISIBLE)))
+
+
+def is_unified_memory(memory_types: list[tuple[int, int]], type_bits: int) -> bool:
+    """True when the best host-visible type is also DEVICE_LOCAL and HOST_CACHED (a CPU device
+    such as lavapipe, or an integrated GPU): resources then live in mapped memory the device
+    works on at full speed and the host reads quickly. False on a discrete GPU, whose resources
+    belong in device-local memory with host transfers through staging copies."""
+    host = rank_memory_types(memory_types, type_bits, host_visible=True)
+    both = DEVICE_LOCAL | HOST_CACHED
+    return bool(host) and memory_types[host[0]][0] & both == both
 
 
 class DeviceFunctions:

@@ -3,8 +3,20 @@
 from __future__ import annotations
 
 from ...errors import HalError
-from . import _ffi, layers
-from .context import VulkanContext, VulkanInstance, native_arm_extensions
+from . import _ffi, layers, tensors
+from .context import (
+    DEVICE_LOCAL,
+    HOST_CACHED,
+    HOST_COHERENT,
+    HOST_VISIBLE,
+    VulkanContext,
+    VulkanInstance,
+    is_unified_memory,
+    native_arm_extensions,
+)
+
+_MEMORY_FLAGS = [(DEVICE_LOCAL, "DEVICE_LOCAL"), (HOST_VISIBLE, "HOST_VISIBLE"), (HOST_COHERENT, "HOST_COHERENT"),
+                 (HOST_CACHED, "HOST_CACHED")]
 
 
 def report() -> str:
@@ -73,5 +85,11 @@ def diagnose() -> tuple[str, bool]:
         return "\n".join(lines), False
     mode = "emulated" if ctx.uses_emulation else "native"
     lines.append(f"  pyvgf uses device {ctx.report.index} ({ctx.report.name}), ARM ML extensions {mode}")
+    for i, (flags, heap) in enumerate(ctx.memory_types):
+        names = "|".join(name for bit, name in _MEMORY_FLAGS if flags & bit) or "-"
+        lines.append(f"    memory type {i}: {names} (heap {heap})")
+    unified = is_unified_memory(ctx.memory_types, tensors.shared_memory_bits(ctx))
+    lines.append("    model resources: " + ("host-visible, no staging (unified memory)" if unified else
+                                          "device-local, inputs and outputs through host-visible staging copies"))
     ctx.destroy()
     return "\n".join(lines), True

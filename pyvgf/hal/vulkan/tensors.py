@@ -1,7 +1,9 @@
-"""Device memory, VkTensorARM (with its view) and VkBuffer, readable and writable by the host.
+"""Device memory, VkTensorARM (with its view) and VkBuffer.
 
-Memory comes from a host-visible, coherent type (device-local preferred) and stays mapped for
-its whole life. LINEAR tensors lay their elements out at the byte strides of their description,
+Host-visible memory comes from a host-visible, coherent type (cached preferred, see
+context.rank_memory_types) and stays mapped for its whole life; device-local memory (a discrete
+GPU's own) is never mapped, and the host reaches it through copies to host-visible resources.
+LINEAR tensors in host-visible memory lay their elements out at the byte strides of their description,
 so writing an input is one numpy copy into the mapping and reading an output one copy out of it;
 the fence wait and the host barrier recorded at the end of every command buffer make the
 device's writes visible. Tensors and buffers bound to the same memory alias.
@@ -119,14 +121,26 @@ def buffer_memory_requirements(ctx: VulkanContext, size: int, usage: int = BUFFE
     return int(r.size), int(r.alignment), int(r.memoryTypeBits)
 
 
-class Memory:
-    """VkDeviceMemory of a host-visible coherent type, mapped for its whole life."""
+def shared_memory_bits(ctx: VulkanContext) -> int:
+    """Memory types that every tensor and buffer accepts, so that one VkDeviceMemory can hold
+    aliased tensors and buffers alike."""
+    _, _, tensor_bits = tensor_memory_requirements(ctx, tensor_description(100, (4,)))
+    _, _, buffer_bits = buffer_memory_requirements(ctx, 16)
+    return tensor_bits & buffer_bits
 
-    def __init__(self, ctx: VulkanContext, size: int, type_bits: int, *, label: str = ""):
+
+class Memory:
+    """VkDeviceMemory: of a host-visible coherent type, mapped for its whole life, or (with
+    `device_local`) of the device's own type, not mapped."""
+
+    def __init__(self, ctx: VulkanContext, size: int, type_bits: int, *, device_local: bool = False, label: str = ""):
         self.ctx = ctx
         self.size = int(size)
         self.label = label
-        self.handle, self.type_index = ctx.allocate(self.size, type_bits, host_visible=True)
+        self.mapped = None
+        self.handle, self.type_index = ctx.allocate(self.size, type_bits, host_visible=not device_local)
+        if device_local:
+            return
         try:
             self.mapped = call("vkMapMemory", vk().vkMapMemory, ctx.device, self.handle, 0, self.size, 0)
         except BaseException:
@@ -136,24 +150,32 @@ class Memory:
 
     def array(self, shape: tuple[int, ...], dtype: np.dtype, offset: int, strides: tuple[int, ...]) -> np.ndarray:
         """A writable numpy view of the mapped bytes (no copy)."""
+        self._require_mapped()
         return np.ndarray(shape, dtype, buffer=self.mapped, offset=offset, strides=strides)
 
+    def _require_mapped(self) -> None:
+        if self.mapped is None:
+            raise HalError(f"{self.label or 'memory'} is device-local: the host reaches it through a copy")
+
     def bytes(self, offset: int, size: int) -> np.ndarray:
+        self._require_mapped()
         return np.frombuffer(self.mapped, np.uint8, count=size, offset=offset)
 
     def destroy(self) -> None:
         if self.handle is not None and self.ctx.device is not None:
-            vk().vkUnmapMemory(self.ctx.device, self.handle)
+            if self.mapped is not None:
+                vk().vkUnmapMemory(self.ctx.device, self.handle)
             self.mapped = None
             self.ctx.free(self.handle)
             self.handle = None
 
 
-def _bind_target(ctx: VulkanContext, memory: Memory | None, offset: int, req: tuple[int, int, int], what: str) -> tuple[Memory, int, bool]:
+def _bind_target(ctx: VulkanContext, memory: Memory | None, offset: int, req: tuple[int, int, int], what: str,
+                 device_local: bool) -> tuple[Memory, int, bool]:
     """The memory a resource is bound to: `memory` at `offset`, or new memory of its own."""
     size, alignment, type_bits = req
     if memory is None:
-        return Memory(ctx, size, type_bits, label=what), 0, True
+        return Memory(ctx, size, type_bits, device_local=device_local, label=what), 0, True
     if not type_bits & (1 << memory.type_index):
         raise HalError(f"{what} cannot live in {memory.label or 'this memory'}: memory type {memory.type_index} is not in its allowed types {type_bits:#x}")
     if offset % alignment or offset + size > memory.size:
@@ -162,8 +184,8 @@ def _bind_target(ctx: VulkanContext, memory: Memory | None, offset: int, req: tu
 
 
 class Tensor:
-    """A VkTensorARM bound to host-visible memory (its own or shared), with one view unless
-    `with_view` is False."""
+    """A VkTensorARM bound to memory (its own, host-visible unless `device_local`, or shared),
+    with one view unless `with_view` is False."""
 
     def __init__(
         self,
@@ -177,9 +199,11 @@ class Tensor:
         memory: Memory | None = None,
         offset: int = 0,
         with_view: bool = True,
+        device_local: bool = False,
         label: str = "",
     ):
         self.ctx = ctx
+        self.device_local = device_local
         self.with_view = with_view
         self.format = vk_format
         self.shape = tuple(int(d) for d in shape)
@@ -219,7 +243,8 @@ class Tensor:
         fn.vkGetTensorMemoryRequirementsARM(ctx.arm_device, req_info, req)
         r = req.memoryRequirements
         requirement = (max(int(r.size), self.nbytes), int(r.alignment), int(r.memoryTypeBits))
-        self.memory, self.offset, self._owns_memory = _bind_target(ctx, memory, offset, requirement, f"tensor {self.label}")
+        self.memory, self.offset, self._owns_memory = _bind_target(ctx, memory, offset, requirement, f"tensor {self.label}",
+                                                                        self.device_local)
         bind = new_struct(
             "VkBindTensorMemoryInfoARM",
             sType=_ffi.STRUCTURE_TYPE_BIND_TENSOR_MEMORY_INFO_ARM,
@@ -290,9 +315,10 @@ def destroy_tensor_view(ctx: VulkanContext, view: Any) -> None:
 
 
 class Buffer:
-    """A VkBuffer bound to host-visible memory (its own or shared)."""
+    """A VkBuffer bound to memory (its own, host-visible unless `device_local`, or shared)."""
 
-    def __init__(self, ctx: VulkanContext, size: int, *, usage: int = BUFFER_USAGE, memory: Memory | None = None, offset: int = 0, label: str = ""):
+    def __init__(self, ctx: VulkanContext, size: int, *, usage: int = BUFFER_USAGE, memory: Memory | None = None, offset: int = 0,
+                 device_local: bool = False, label: str = ""):
         mod = vk()
         self.ctx = ctx
         self.nbytes = int(size)
@@ -306,7 +332,8 @@ class Buffer:
             ctx.live.add("VkBuffer", 1)
             r = mod.vkGetBufferMemoryRequirements(ctx.device, self.handle)
             requirement = (int(r.size), int(r.alignment), int(r.memoryTypeBits))
-            self.memory, self.offset, self._owns_memory = _bind_target(ctx, memory, offset, requirement, f"buffer {label}")
+            self.memory, self.offset, self._owns_memory = _bind_target(ctx, memory, offset, requirement, f"buffer {label}",
+                                                                        device_local)
             call("vkBindBufferMemory", mod.vkBindBufferMemory, ctx.device, self.handle, self.memory.handle, self.offset)
         except BaseException:
             self.destroy()
