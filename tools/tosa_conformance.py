@@ -598,7 +598,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--selection", choices=sorted(SELECTIONS), default="fast")
     parser.add_argument("--ops", help="regex on lower-case op names (default: all 66)")
-    parser.add_argument("--folder", type=Path, help="sweep the cases already in this folder")
+    parser.add_argument("--folder", type=Path,
+                        help="sweep the cases already in this folder (generated with --selection)")
     parser.add_argument("--journal", type=Path, help="append outcomes here (JSON lines), resume")
     parser.add_argument("--write", type=Path, help="write the Markdown table to this file")
     parser.add_argument("--show-failures", action="store_true", help="print every non-pass case")
