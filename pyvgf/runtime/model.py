@@ -17,8 +17,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import hal
-from ..errors import HalError, ModelInputError
-from ..format.model import VGF, Format, numpy_dtype
+from ..errors import HalError, ModelInputError, VGFFormatError
+from ..format.model import VGF, BindingSlot, Format, numpy_dtype
 from .schedule import Execution, Schedule
 
 
@@ -59,13 +59,11 @@ class Model:
         self.backend = device.adapter.info.backend
         self._schedule = Schedule(vgf, device)
         seq = vgf.sequence
-        self._input_mrt = [slot.mrt_index for slot in seq.inputs]
         self._output_mrt = [slot.mrt_index for slot in seq.outputs]
         names = list(seq.input_names) + [f"input_{i}" for i in range(len(seq.input_names), len(seq.inputs))]
-        self.inputs: list[TensorInfo] = [
-            self._info(name, self._input_mrt[i] if i < len(self._input_mrt) else None)
-            for i, name in enumerate(names)
-        ]
+        slots = _input_slots(seq.inputs, len(names))
+        self._input_mrt = [slots[i] for i in sorted(slots)]
+        self.inputs: list[TensorInfo] = [self._info(name, slots.get(i)) for i, name in enumerate(names)]
         """Every model input in order, the unused ones included (they have live=False)."""
         out_names = list(seq.output_names) + [f"output_{i}" for i in range(len(seq.output_names), len(seq.outputs))]
         self.outputs: list[TensorInfo] = [self._info(out_names[i], m) for i, m in enumerate(self._output_mrt)]
@@ -158,6 +156,29 @@ class Model:
         ins = "; ".join(map(str, self.inputs))
         outs = "; ".join(map(str, self.outputs))
         return f"<Model on {self.backend}: {len(self._schedule.segments)} segment(s); in: {ins}; out: {outs}>"
+
+
+def _input_slots(slots: Sequence[BindingSlot], count: int) -> dict[int, int]:
+    """Model input index -> MRT index of its binding slot.
+
+    A slot list as long as the input names maps by position. A shorter one means the converter
+    dropped dead inputs; each remaining slot's binding is then the index of its model input, as
+    ExecuTorch's VGF backend reads it.
+    """
+    if len(slots) == count:
+        return {i: slot.mrt_index for i, slot in enumerate(slots)}
+    if len(slots) > count:
+        raise VGFFormatError(f"{len(slots)} input binding slots for {count} input names", section="model sequence")
+    found: dict[int, int] = {}
+    for slot in slots:
+        if slot.binding >= count or slot.binding in found:
+            raise VGFFormatError(
+                f"input binding {slot.binding} names no model input of {count}, or one named twice "
+                "(with dead inputs dropped, a slot's binding is its model input's index)",
+                section="model sequence",
+            )
+        found[slot.binding] = slot.mrt_index
+    return found
 
 
 def _conform(info: TensorInfo, value: object) -> np.ndarray:
