@@ -12,11 +12,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 
 import fixtures  # noqa: E402  (tools/fixtures.py)
 
-REAL = next(
-    (p / "shared" / "fixtures" / "real" for p in (ROOT, *ROOT.parents) if (p / "shared" / "fixtures" / "real").is_dir()),
-    ROOT.parent / "shared" / "fixtures" / "real",
-)
-"""../shared/fixtures/real beside the checkout (or beside a folder above it, for worktrees)."""
+REAL = fixtures.REAL
 REAL_MODELS = {"mobilenet_v2": REAL / "mobilenet_v2_int8.vgf", "vww4": REAL / "vww4_int8.vgf"}
 MODELS = fixtures.MODELS
 

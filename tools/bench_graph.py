@@ -16,18 +16,16 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
+import fixtures  # noqa: E402  (tools/fixtures.py)
 from pyvgf.format import read  # noqa: E402
 from pyvgf.spirv import decode_graph  # noqa: E402
 from pyvgf.tosa.interpreter import GraphPlan  # noqa: E402
 
 
 def real_models() -> list[Path]:
-    for parent in (ROOT, *ROOT.parents):
-        folder = parent / "shared" / "fixtures" / "real"
-        if folder.is_dir():
-            return sorted(folder.glob("*.vgf"))
-    return []
+    return sorted(fixtures.REAL.glob("*.vgf"))
 
 
 def best(fn, repeat: int) -> tuple[float, float, object]:

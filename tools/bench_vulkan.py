@@ -18,17 +18,15 @@ import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
 
+import fixtures  # noqa: E402  (tools/fixtures.py)
 import pyvgf  # noqa: E402
 from pyvgf import hal  # noqa: E402
 
 
 def real_models() -> list[Path]:
-    for parent in (ROOT, *ROOT.parents):
-        folder = parent / "shared" / "fixtures" / "real"
-        if folder.is_dir():
-            return sorted(folder.glob("*.vgf"))
-    return []
+    return sorted(fixtures.REAL.glob("*.vgf"))
 
 
 def random_inputs(model: pyvgf.Model, rng: np.random.Generator) -> list[np.ndarray]:

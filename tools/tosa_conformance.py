@@ -44,6 +44,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from fixtures import tool  # noqa: E402  (tools/fixtures.py, beside this file)
+
 CACHE = Path(os.environ.get("PYVGF_CONFORMANCE_CACHE", ROOT / ".cache" / "conformance"))
 TOSA_VERSION = "1.0.0"
 TOOL_TIMEOUT_S = 300
@@ -92,13 +94,6 @@ def _site_file(relative: str) -> Path:
     raise FileNotFoundError(relative)
 
 
-def _tool(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        raise RuntimeError(f"{name} not found on PATH: pip install -e '.[test]'")
-    return path
-
-
 @functools.cache
 def _native(name: str) -> str:
     """The native executable behind a pip console script, run directly: the Python shims cost
@@ -111,7 +106,7 @@ def _native(name: str) -> str:
         path = Path(model_converter.__file__).parent / "binaries" / "bin" / name
     else:
         path = None
-    return str(path) if path is not None and path.is_file() else _tool(name)
+    return str(path) if path is not None and path.is_file() else tool(name)
 
 
 @functools.cache
@@ -173,7 +168,7 @@ def generate(selection: str = "fast", ops: str | None = None) -> Path:
     log = []
     for args in runs:
         cmd = [
-            _tool("tosa_verif_build_tests"), "-o", str(out / "tests"), *args,
+            tool("tosa_verif_build_tests"), "-o", str(out / "tests"), *args,
             "--test-selection-config", str(config), "--test-selection-criteria", criteria,
         ]  # fmt: skip
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
