@@ -750,7 +750,18 @@ class DeviceMemory(_DeviceChild):
         self.size = size
 
 
-class Tensor(_DeviceChild):
+class _Bound(_DeviceChild):
+    """A tensor or buffer: unusable once the memory it is bound to is destroyed."""
+
+    memory: DeviceMemory | None
+
+    def _check(self) -> None:
+        super()._check()
+        if self.memory is not None and self.memory.destroyed:
+            raise HalError(f"{self}: the memory it is bound to was destroyed")
+
+
+class Tensor(_Bound):
     """VkTensorARM bound to memory. `description` gives format, shape, strides, usage."""
 
     _kind = "Tensor"
@@ -762,11 +773,6 @@ class Tensor(_DeviceChild):
         self.memory = memory
         """The memory given at creation, or None when the tensor has memory of its own."""
         self.memory_offset = offset
-
-    def _check(self) -> None:
-        super()._check()
-        if self.memory is not None and self.memory.destroyed:
-            raise HalError(f"{self}: the memory it is bound to was destroyed")
 
     format = property(lambda self: self.description.format)
     shape = property(lambda self: self.description.shape)
@@ -804,7 +810,7 @@ class TensorView(_DeviceChild):
         return f"<TensorView of {self.tensor!r}>"
 
 
-class Buffer(_DeviceChild):
+class Buffer(_Bound):
     """VkBuffer bound to memory."""
 
     _kind = "Buffer"
@@ -816,11 +822,6 @@ class Buffer(_DeviceChild):
         self.usage = usage
         self.memory = memory
         self.memory_offset = offset
-
-    def _check(self) -> None:
-        super()._check()
-        if self.memory is not None and self.memory.destroyed:
-            raise HalError(f"{self}: the memory it is bound to was destroyed")
 
 
 class ShaderModule(_DeviceChild):
