@@ -8,6 +8,7 @@ ops on model-converter graphs against Arm's tosa_reference_model.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -299,6 +300,8 @@ REFERENCE_MODELS = [
     "spirv_layout",
     "spirv_rfft",
     "spirv_fp16_bf16",
+    "interpreter_fuse_f32",
+    "interpreter_fuse_i8",
 ]  # not spirv_int48_fp8: tosa_reference_model cannot hand back INT48 outputs
 
 
@@ -348,3 +351,44 @@ def test_real_models_plan_and_run(name):
     assert (out.dtype, out.shape) == (graph.outputs[0].type.dtype, graph.outputs[0].type.shape)
     np.testing.assert_array_equal(plan.run([x])[0], out)
     assert len(np.unique(out)) > 1  # a classifier's int8 scores, not a constant tensor
+
+
+# -- fusion ------------------------------------------------------------------------------------------
+
+
+FUSED_CHAINS = {
+    # every convolution path (im2col, pointwise, einsum/tap-run/tap-sum depthwise) with a CLAMP;
+    # the last CONV2D is also a graph result, so its CLAMP stays a step of its own
+    "interpreter_fuse_f32": [["CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"], ["CONV2D", "CLAMP"],
+                             ["DEPTHWISE_CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"],
+                             ["DEPTHWISE_CONV2D", "CLAMP"]],
+    "interpreter_fuse_i8": [["CONV2D", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE", "CLAMP"],
+                            ["CONV2D", "RESCALE"]],
+}
+
+
+@pytest.mark.parametrize("name", FUSED_CHAINS)
+@pytest.mark.parametrize("band_bytes", [None, 1], ids=["default-bands", "one-row-bands"])
+def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch):
+    """Fused chains give what the ops give one by one, whatever the band size."""
+    from pyvgf.tosa import conv, kernels
+    from pyvgf.tosa.registry import OPS
+
+    if band_bytes is not None:
+        for module, attr in ((kernels, "BAND_BYTES"), (conv, "POINTWISE_BAND_BYTES"),
+                             (conv, "DEPTHWISE_BAND_BYTES")):
+            monkeypatch.setattr(module, attr, band_bytes)
+    graph, constants = vgf_graph(fixtures.model(name))
+    plan = GraphPlan(graph, constants)
+    assert [[n.op for n in chain] for chain in plan.fused] == FUSED_CHAINS[name]
+    assert len(plan.schedule) + len(plan.folded) == len(graph.nodes)
+    apart = GraphPlan(graph, constants, {k: replace(v, bandwise=False) for k, v in OPS.items()})
+    assert apart.fused == ()
+    rng = np.random.default_rng(5)
+    inputs = [random_input(p.type, rng) for p in graph.inputs]
+    for got, want in zip(plan.run(inputs), apart.run(inputs)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if got.dtype.kind in "iu":
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -67,22 +67,35 @@ def _check_float_unary(op: str, result: object, input: object) -> None:
     expect_shape(op, "result", res, t.shape)
 
 
-@tosa_op("CLAMP")
+@tosa_op("CLAMP", bandwise=True)
 def clamp(
     *, min_val: float | int, max_val: float | int, nan_mode: int, input: np.ndarray
 ) -> np.ndarray:  # noqa: A002  (spec name)
     if input.dtype in FLOATS:
-        if nan_mode == NAN_PROPAGATE:
-            low, high = np.maximum, np.minimum
-        else:
-            low, high = np.fmax, np.fmin
-
-        def clip(x: np.ndarray) -> np.ndarray:
-            out = low(x, min_val)
-            return high(out, max_val, out=out)
-
-        return float_op(clip, input.dtype, input)
+        return float_op(lambda x: _clip_float(x, min_val, max_val, nan_mode, None), input.dtype, input)
     return saturate(np.clip(input.astype(np.int64), min_val, max_val), input.dtype)
+
+
+@clamp.inplace
+def _clamp_inplace(
+    *, min_val: float | int, max_val: float | int, nan_mode: int, input: np.ndarray
+) -> np.ndarray:  # noqa: A002
+    """CLAMP into `input` (a temporary): fp32 and integers in place, fp16/bf16 as `clamp`."""
+    if input.dtype in (I8, I16):
+        return np.clip(input, min_val, max_val, out=input)  # the check keeps both in range
+    if input.dtype == np.float32:
+        return _clip_float(input, min_val, max_val, nan_mode, input)
+    return clamp(min_val=min_val, max_val=max_val, nan_mode=nan_mode, input=input)
+
+
+def _clip_float(x: np.ndarray, min_val: float, max_val: float, nan_mode: int,
+                out: np.ndarray | None) -> np.ndarray:
+    """The specification's apply_clip on fp32: NaN stays NaN, or becomes min_val when NaNs are
+    ignored (max(NaN, min_val) is then min_val)."""
+    out = np.clip(x, min_val, max_val, out=out)
+    if nan_mode != NAN_PROPAGATE:
+        np.copyto(out, min_val, where=np.isnan(out))
+    return out
 
 
 @clamp.check
@@ -105,7 +118,7 @@ def _clamp_check(result, *, min_val, max_val, nan_mode, input):  # noqa: A002
         raise fail(op, f"min_val {min_val} must not exceed max_val {max_val}")
 
 
-@tosa_op("ERF")
+@tosa_op("ERF", bandwise=True)
 def erf(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
     with np.errstate(all="ignore"):
         return _erf64(np.asarray(input, dtype=np.float32)).astype(np.float32).astype(input.dtype)
@@ -116,7 +129,7 @@ def _erf_check(result, *, input):  # noqa: A002
     _check_float_unary("ERF", result, input)
 
 
-@tosa_op("SIGMOID")
+@tosa_op("SIGMOID", bandwise=True)
 def sigmoid(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
     return float_op(lambda x: 1.0 / (1.0 + np.exp(-x)), input.dtype, input)
 
@@ -126,7 +139,7 @@ def _sigmoid_check(result, *, input):  # noqa: A002
     _check_float_unary("SIGMOID", result, input)
 
 
-@tosa_op("TANH")
+@tosa_op("TANH", bandwise=True)
 def tanh(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
     return float_op(np.tanh, input.dtype, input)
 

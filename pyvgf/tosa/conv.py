@@ -3,8 +3,12 @@
 Integer convolutions subtract the zero points and accumulate exactly (int8 x int8 and int8 x int4
 into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
 round once to the output type. All run as an im2col patch matrix times the weight matrix in BLAS
-(see kernels.py for why the integer ones stay bit-exact), a band of output rows at a time so the
-patch matrix stays small, depthwise as one multiply-add per tap.
+(see kernels.py for why the integer ones stay bit-exact), depthwise as one multiply-add per tap.
+
+Each works a band of output rows at a time: the band's patches, accumulator, bias and output
+type stay in cache, and so does the `epilogue` the interpreter may fuse in (a CLAMP or RESCALE
+reading only this result; see interpreter.py), which then finishes each band in place of a
+separate pass over the whole tensor.
 
 The specification skips padded taps rather than multiplying them: with a non-finite float
 weight (0 x inf is NaN) and padding, CONV2D, CONV3D and DEPTHWISE_CONV2D instead accumulate
@@ -14,9 +18,11 @@ each tap over the outputs whose reads land inside the input (kernels.inside_taps
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import product
+from typing import Protocol
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
+from numpy.lib.stride_tricks import as_strided, sliding_window_view
 
 from . import checking as ck
 from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
@@ -79,6 +85,44 @@ def _matrix(weight: np.ndarray, weight_zp: int, dtype: np.dtype,
     return prepared(weight, ("matrix", layout, dtype, weight_zp), make)
 
 
+class Epilogue(Protocol):
+    """What the interpreter fuses into a convolution: a band of its result -> that band of the
+    final result, of element type `dtype`; it may overwrite the band it is given."""
+
+    dtype: np.dtype
+
+    def __call__(self, band: np.ndarray) -> np.ndarray: ...
+
+
+class _Result:
+    """A convolution's result [N, OH, ..., C], finished a band of output rows at a time: bias,
+    output type, then the epilogue, while the band is in cache.
+
+    When the accumulator's type is the final one (fp32, no epilogue or a CLAMP) and N is 1,
+    bands accumulate in the result itself (`target`) and are finished there."""
+
+    def __init__(self, shape: tuple[int, ...], acc_dtype: np.dtype, bias: np.ndarray,
+                 out_dtype: np.dtype, epilogue: Epilogue | None):
+        final = out_dtype if epilogue is None else epilogue.dtype
+        self.array = np.empty(shape, final)
+        self.direct = acc_dtype == out_dtype == final and shape[0] == 1
+        self.bias, self.out_dtype, self.epilogue = bias, out_dtype, epilogue
+
+    def target(self, first: int, stop: int) -> np.ndarray | None:
+        """Where to accumulate rows first..stop: a contiguous view of the result, or None (use
+        a temporary)."""
+        return self.array[:, first:stop] if self.direct else None
+
+    def put(self, first: int, acc: np.ndarray) -> np.ndarray:
+        """Rows first.. of the result from their accumulator band (which this may overwrite)."""
+        band = _finish(acc, self.bias, self.out_dtype)
+        if self.epilogue is not None:
+            band = self.epilogue(band)
+        if band.base is not self.array:  # not finished in place in the result (`target`)
+            self.array[:, first:first + band.shape[1]] = band
+        return self.array
+
+
 def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
     """acc + bias as the output type: integers are added after the exact cast."""
     if ck.is_float(out_dtype):
@@ -101,7 +145,7 @@ def _skip_padding(weight: np.ndarray, matrix: np.ndarray, pads: list[tuple[int, 
 
 def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
           weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray,
-          dilation: np.ndarray) -> np.ndarray:
+          dilation: np.ndarray, epilogue: Epilogue | None) -> np.ndarray:
     """CONV2D and CONV3D: input [N, *S, IC], weight [OC, *K, IC], pad (before, after) per axis."""
     spatial = input.ndim - 2
     izp, wzp = scalar(input_zp), scalar(weight_zp)
@@ -113,52 +157,71 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
                 for n, (a, b), k, d, s in zip(input.shape[1:-1], pads, kernel, dilation, stride)]
     dtype = _compute_dtype(weight, wzp, input.dtype, izp, _conv_matrix)
     wmat = _matrix(weight, wzp, dtype, _conv_matrix)
+    n, oc = input.shape[0], weight.shape[0]
+    result = _Result((n, *out_size, oc), dtype, bias, _out_dtype(input.dtype), epilogue)
     if _skip_padding(weight, wmat, pads):
         x = padded(input, dtype, [], izp)
         channels = input.shape[-1]
-        acc = np.zeros((input.shape[0], *out_size, weight.shape[0]), dtype)
+        acc = np.zeros((n, *out_size, oc), dtype)
         with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the spec's NaN
             for t, outs, ins in inside_taps(input.shape[1:-1], pads, kernel, stride, dilation,
                                             out_size):
                 rows = wmat[t * channels:(t + 1) * channels]
                 acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
-        return _finish(acc, bias, _out_dtype(input.dtype))
+        return result.put(0, acc)
     xp = padded(input, dtype, pads, izp)
-    n, oc = input.shape[0], weight.shape[0]
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
-        acc = (xp.reshape(-1, xp.shape[-1]) @ wmat).reshape(n, *out_size, oc)
-        return _finish(acc, bias, _out_dtype(input.dtype))
-    acc = np.empty((n, *out_size, oc), dtype)
+        # One GEMM into the result, or bands of one GEMM each when a type change follows.
+        row_bytes = 0 if result.direct else n * int(np.prod(out_size[1:])) * oc * 2 * dtype.itemsize
+        for first, stop in bands(out_size[0], row_bytes, POINTWISE_BAND_BYTES):
+            cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
+            acc = _gemm(cols, wmat, result.target(first, stop))
+            result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
+        return result.array
     # Bands of output rows: each band's patch matrix is small enough to stay in cache.
     row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
     for first, stop in bands(out_size[0], row_bytes):
         cols = im2col(xp[:, first * stride[0]:], kernel, stride, dilation,
                       (stop - first, *out_size[1:]))
-        if n == 1:  # the band of the result is contiguous: BLAS writes it in place
-            np.matmul(cols, wmat, out=acc[0, first:stop].reshape(-1, oc))
-        else:
-            acc[:, first:stop] = (cols @ wmat).reshape(n, stop - first, *out_size[1:], oc)
-    return _finish(acc, bias, _out_dtype(input.dtype))
+        acc = _gemm(cols, wmat, result.target(first, stop))
+        result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
+    return result.array
+
+
+def _gemm(cols: np.ndarray, wmat: np.ndarray, target: np.ndarray | None) -> np.ndarray:
+    """cols @ wmat, written into `target` (same size, contiguous) when given."""
+    if target is None:
+        return cols @ wmat
+    np.matmul(cols, wmat, out=target.reshape(cols.shape[0], wmat.shape[1]))
+    return target
 
 
 @tosa_op("CONV2D")
 def conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
            weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
-           acc_type: int, local_bound: bool = False) -> np.ndarray:
+           acc_type: int, local_bound: bool = False,
+           epilogue: Epilogue | None = None) -> np.ndarray:
     """2-D convolution: input [N,IH,IW,IC], weight [OC,KH,KW,IC], pad [top,bottom,left,right]."""
-    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation)
+    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation, epilogue)
 
 
 @tosa_op("CONV3D")
 def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
            weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
-           acc_type: int, local_bound: bool = False) -> np.ndarray:
+           acc_type: int, local_bound: bool = False,
+           epilogue: Epilogue | None = None) -> np.ndarray:
     """3-D convolution: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC], pad [d0,d1,top,...]."""
-    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation)
+    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation, epilogue)
 
 
 _EINSUM_CHANNELS = 64
 """From this many channels a depthwise window sum in einsum beats per-tap multiply-adds."""
+
+POINTWISE_BAND_BYTES = 1 << 20
+"""Band size of a 1x1 convolution's output followed by a type change (RESCALE)."""
+
+DEPTHWISE_BAND_BYTES = 1 << 19
+"""Band size of a per-tap depthwise convolution's accumulator and temporary."""
 
 
 def _depthwise_taps(w: np.ndarray) -> np.ndarray:
@@ -169,7 +232,7 @@ def _depthwise_taps(w: np.ndarray) -> np.ndarray:
 def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                      input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
                      stride: np.ndarray, dilation: np.ndarray, acc_type: int,
-                     local_bound: bool = False) -> np.ndarray:
+                     local_bound: bool = False, epilogue: Epilogue | None = None) -> np.ndarray:
     """Depthwise convolution: input [N,IH,IW,C], weight [KH,KW,C,M], output [N,OH,OW,C*M]."""
     izp, wzp = scalar(input_zp), scalar(weight_zp)
     kh, kw, channels, mult = weight.shape
@@ -181,6 +244,8 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
     dtype = _compute_dtype(weight, wzp, input.dtype, izp, _depthwise_taps)
     wtaps = _matrix(weight, wzp, dtype, _depthwise_taps)
     n = input.shape[0]
+    result = _Result((n, *out_size, channels * mult), dtype, bias, _out_dtype(input.dtype),
+                     epilogue)
     if _skip_padding(weight, wtaps, pads):
         x = padded(input, dtype, [], izp)
         acc = np.zeros((n, *out_size, channels, mult), dtype)
@@ -189,21 +254,60 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                                             out_size):
                 acc[(slice(None), *outs)] += (x[(slice(None), *ins)][..., None]
                                               * wtaps[t].reshape(channels, mult))
-        return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
+        return result.put(0, acc.reshape(n, *out_size, channels * mult))
     xp = padded(input, dtype, pads, izp)
     if channels >= _EINSUM_CHANNELS:
-        # Many channels: one pass summing the 3x3 window of each channel (sliding view).
         windows = sliding_window_view(xp, ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1),
                                       axis=(1, 2))
         windows = windows[:, :(out_size[0] - 1) * stride[0] + 1:stride[0],
                           :(out_size[1] - 1) * stride[1] + 1:stride[1], :,
                           ::dilation[0], ::dilation[1]]
         acc = np.einsum("nhwcij,ijcm->nhwcm", windows, wtaps.reshape(kh, kw, channels, mult))
-        return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
-    acc = np.empty((n, *out_size, channels, mult), dtype)
-    tmp = np.empty((n, *out_size, channels), dtype)
-    # Few channels: one multiply-add per tap and multiplier m, each running along the channels.
-    for t, (_, window) in enumerate(taps((kh, kw), stride, dilation, out_size)):
+        return result.put(0, acc.reshape(n, *out_size, channels * mult))
+    row_bytes = 2 * n * out_size[1] * channels * mult * dtype.itemsize
+    if mult == 1 and stride[1] == 1 and dilation[1] == 1:
+        # Each tap's window rows are runs of OW * C contiguous values: with the tap's weights
+        # repeated along a run, every multiply-add is one long loop, not OW loops of C.
+        tiled = prepared(weight, ("tiled", wzp, dtype, out_size[1]),
+                         lambda: np.tile(wtaps, (1, out_size[1])))
+        for first, stop in bands(out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
+            acc = _depthwise_runs(xp[:, first * stride[0]:], tiled, (kh, kw), stride[0],
+                                  dilation[0], stop - first, result.target(first, stop))
+            result.put(first, acc.reshape(n, stop - first, out_size[1], channels))
+        return result.array
+    for first, stop in bands(out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
+        acc = _depthwise_taps_sum(xp[:, first * stride[0]:], wtaps, (kh, kw), stride, dilation,
+                                  (stop - first, out_size[1]), mult)
+        result.put(first, acc.reshape(n, stop - first, out_size[1], channels * mult))
+    return result.array
+
+
+def _depthwise_runs(xp: np.ndarray, tiled: np.ndarray, kernel: tuple[int, int], stride: int,
+                    dilation: int, rows: int, target: np.ndarray | None) -> np.ndarray:
+    """Rows 0..rows of a stride-1-across depthwise convolution (multiplier 1) of padded xp,
+    as [N, rows, OW * C]; `tiled` holds each tap's weights repeated OW times."""
+    n, run = xp.shape[0], tiled.shape[1]
+    shape, strides = (n, rows, run), (xp.strides[0], xp.strides[1] * stride, xp.itemsize)
+    acc = np.empty(shape, xp.dtype) if target is None else target.reshape(shape)
+    tmp = np.empty(shape, xp.dtype)
+    for t, (ky, kx) in enumerate(product(range(kernel[0]), range(kernel[1]))):
+        view = as_strided(xp[:, ky * dilation:, kx:], shape, strides, writeable=False)
+        if t == 0:
+            np.multiply(view, tiled[t], out=acc)
+        else:
+            np.multiply(view, tiled[t], out=tmp)
+            acc += tmp
+    return acc
+
+
+def _depthwise_taps_sum(xp: np.ndarray, wtaps: np.ndarray, kernel: tuple[int, int],
+                        stride: list[int], dilation: list[int], out_size: tuple[int, int],
+                        mult: int) -> np.ndarray:
+    """One multiply-add per tap and multiplier, each running along the channels."""
+    n, channels = xp.shape[0], xp.shape[-1]
+    acc = np.empty((n, *out_size, channels, mult), xp.dtype)
+    tmp = np.empty((n, *out_size, channels), xp.dtype)
+    for t, (_, window) in enumerate(taps(kernel, stride, dilation, out_size)):
         view = xp[(slice(None), *window)]
         for m in range(mult):
             w = wtaps[t, m::mult]
@@ -212,7 +316,7 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
             else:
                 np.multiply(view, w, out=tmp)
                 acc[..., m] += tmp
-    return _finish(acc.reshape(n, *out_size, channels * mult), bias, _out_dtype(input.dtype))
+    return acc
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:

@@ -2,11 +2,18 @@
 
 `GraphPlan(graph, constants)` binds the graph constants, checks every node against its op's
 registered plan-time check, folds every node whose operands are all known (SPIR-V constants,
-graph constants, folded results), and keeps a flat list of the steps left. `run(inputs)` walks
-that list with a per-call value table, so one plan serves many threads at once.
+graph constants, folded results), fuses band-wise consumers into the op producing their input,
+and keeps a flat list of the steps left. `run(inputs)` walks that list with a per-call value
+table, so one plan serves many threads at once.
 
 Ops are called as pyvgf/tosa/registry.py says; an op whose function also declares a
 `result_dtype` keyword (CAST) gets the declared element type of its result there.
+
+Fusion: when an op declaring an `epilogue` keyword (the convolutions) has a result that only
+one band-wise op reads (CLAMP, RESCALE, ...: `OpDef.bandwise`), with every other operand of
+that op known, the pair runs as one step: the producer applies the consumer to each band of
+its result while the band is still in cache, and the intermediate tensor never exists. Chains
+(CONV2D -> RESCALE -> CLAMP) fuse whole. Results are those of running the ops one by one.
 """
 
 from __future__ import annotations
@@ -44,6 +51,40 @@ _Args = dict[str, Union[_Arg, "list[_Arg]"]]  # a variadic operand is a list
 
 
 @dataclass(frozen=True)
+class _Planned:
+    """A node left for run time, with the band-wise consumers fused into it (`tail`)."""
+
+    node: Node
+    opdef: OpDef
+    args: _Args
+    tail: tuple[tuple[Node, OpDef, _Args], ...] = ()
+
+    @property
+    def last(self) -> Node:
+        """The node whose result the step produces."""
+        return self.tail[-1][0] if self.tail else self.node
+
+
+class _Epilogue:
+    """Band-wise ops applied in turn to a band of a producer's result, each with its known
+    operands bound; the band is the producer's temporary, so in-place forms are used.
+
+    `dtype` is the element type of the last op's result."""
+
+    def __init__(self, chain: Sequence[tuple[Node, OpDef, dict[str, object]]]):
+        self.chain = tuple((node, opdef.inplace or opdef.fn, static) for node, opdef, static in chain)
+        self.dtype = _types(chain[-1][0])[0].dtype
+
+    def __call__(self, band: np.ndarray) -> np.ndarray:
+        for node, fn, static in self.chain:
+            band = _guard(node, lambda: fn(input=band, **static))  # type: ignore[assignment]
+        return band
+
+    def __repr__(self) -> str:
+        return "_Epilogue(" + " -> ".join(node.op for node, _, _ in self.chain) + ")"
+
+
+@dataclass(frozen=True)
 class _Step:
     node: Node
     fn: Callable[..., object]
@@ -70,7 +111,7 @@ class GraphPlan:
         self._inputs = len(graph.inputs)
         self._slots = self._inputs
         self._values: dict[tuple[int, int | None], _Arg] = {}  # (node id, element) -> its value
-        planned: list[tuple[Node, OpDef, _Args]] = []
+        planned: list[_Planned] = []
         folded: list[Node] = []
         for node in graph.nodes:
             opdef, args = self._check(node)
@@ -78,16 +119,20 @@ class GraphPlan:
                 self._fold(node, opdef, args)
                 folded.append(node)
             else:
-                planned.append((node, opdef, args))
+                planned.append(_Planned(node, opdef, args))
                 for element in _elements(node):
                     self._values[(node.id, element)] = _Slot(self._slots)
                     self._slots += 1
         self._results = [self._resolve(op) for op in graph.results]
+        planned = self._fuse(planned)
         self._steps = self._schedule(planned)
         self.folded: tuple[Node, ...] = tuple(folded)
         """The nodes computed at plan time (all their operands were known)."""
-        self.schedule: tuple[Node, ...] = tuple(s.node for s in self._steps)
-        """The nodes each run executes, in order."""
+        self.schedule: tuple[Node, ...] = tuple(n for p in planned for n in (p.node, *(t[0] for t in p.tail)))
+        """The nodes each run executes, in order (fused ones right after their producer)."""
+        self.fused: tuple[tuple[Node, ...], ...] = tuple(
+            (p.node, *(t[0] for t in p.tail)) for p in planned if p.tail)
+        """Each fused chain: a producer and the band-wise ops it applies to its result."""
 
     # -- planning --------------------------------------------------------------------------------
 
@@ -118,7 +163,7 @@ class GraphPlan:
         check = opdef.check
         if check is not None:
             _guard(node, lambda: check(node.result_type, **seen))
-        if _wants_result_dtype(opdef.fn):
+        if _takes(opdef.fn, "result_dtype"):
             args["result_dtype"] = _Known(_types(node)[0].dtype)
         return opdef, args
 
@@ -129,17 +174,53 @@ class GraphPlan:
             value.flags.writeable = False
             self._values[(node.id, element)] = _Known(value)
 
-    def _schedule(self, planned: list[tuple[Node, OpDef, _Args]]) -> list[_Step]:
+    def _fuse(self, planned: list[_Planned]) -> list[_Planned]:
+        """Fold each band-wise op whose input only it reads into that input's producer."""
+        readers: dict[int, list[tuple[int, str]]] = {}
+        for i, p in enumerate(planned):
+            for name, arg in p.args.items():
+                for part in arg if isinstance(arg, list) else [arg]:
+                    if isinstance(part, _Slot):
+                        readers.setdefault(part.index, []).append((i, name))
+        results = {r.index for r in self._results if isinstance(r, _Slot)}
+        slot_of = {p.node.id: self._values.get((p.node.id, None)) for p in planned}
+        taken: set[int] = set()  # indices of the nodes fused into an earlier one
+        fused = []
+        for i, p in enumerate(planned):
+            if i in taken:
+                continue
+            while _takes(p.opdef.fn, "epilogue") and not isinstance(p.last.result_type, tuple):
+                slot = slot_of[p.last.id]
+                users = readers.get(slot.index, []) if isinstance(slot, _Slot) else []
+                if slot is None or slot.index in results or len(users) != 1 or users[0][1] != "input":
+                    break
+                j = users[0][0]
+                consumer = planned[j]
+                if not consumer.opdef.bandwise or not all(
+                        _is_known(a) for name, a in consumer.args.items() if name != "input"):
+                    break
+                p = _Planned(p.node, p.opdef, p.args,
+                             (*p.tail, (consumer.node, consumer.opdef, consumer.args)))
+                taken.add(j)
+            if p.tail:
+                chain = [(node, opdef, {k: _known_value(a) for k, a in args.items() if k != "input"})
+                         for node, opdef, args in p.tail]
+                p = _Planned(p.node, p.opdef, {**p.args, "epilogue": _Known(_Epilogue(chain))}, p.tail)
+            fused.append(p)
+        return fused
+
+    def _schedule(self, planned: list[_Planned]) -> list[_Step]:
         """Split each step's operands into static and per-run ones; free slots after last use."""
         last: dict[int, int] = {}
-        for i, (_, _, args) in enumerate(planned):
-            for arg in args.values():
+        for i, p in enumerate(planned):
+            for arg in p.args.values():
                 for part in arg if isinstance(arg, list) else [arg]:
                     if isinstance(part, _Slot):
                         last[part.index] = i
         kept = {r.index for r in self._results if isinstance(r, _Slot)}
         steps = []
-        for i, (node, opdef, args) in enumerate(planned):
+        for i, p in enumerate(planned):
+            node, opdef, args, out_node = p.node, p.opdef, p.args, p.last
             static: dict[str, object] = {}
             dynamic: list[tuple[str, int]] = []
             variadic: list[tuple[str, tuple[_Arg, ...]]] = []
@@ -153,10 +234,12 @@ class GraphPlan:
                     static[name] = arg.value
                 else:
                     dynamic.append((name, arg.index))
-            outs = tuple(s.index for e in _elements(node) if isinstance(s := self._values[(node.id, e)], _Slot))
+            outs = tuple(s.index for e in _elements(out_node)
+                         if isinstance(s := self._values[(out_node.id, e)], _Slot))
             used = {s for s, at in last.items() if at == i} | {s for s in outs if s not in last}
             free = tuple(sorted(used - kept))
-            steps.append(_Step(node, opdef.fn, static, tuple(dynamic), tuple(variadic), outs, _types(node), free))
+            steps.append(_Step(node, opdef.fn, static, tuple(dynamic), tuple(variadic), outs,
+                               _types(out_node), free))
         return steps
 
     # -- running ---------------------------------------------------------------------------------
@@ -215,10 +298,11 @@ def _known_value(arg: _Arg | list[_Arg]) -> object:
 
 
 @functools.cache
-def _wants_result_dtype(fn: Callable[..., object]) -> bool:
-    """Whether an op takes the declared result element type (CAST cannot know it otherwise)."""
+def _takes(fn: Callable[..., object], keyword: str) -> bool:
+    """Whether an op function declares `keyword`: `result_dtype` (the declared result element
+    type, which CAST cannot know otherwise) or `epilogue` (band-wise consumers fused in)."""
     try:
-        return "result_dtype" in inspect.signature(fn).parameters
+        return keyword in inspect.signature(fn).parameters
     except (TypeError, ValueError):
         return False
 

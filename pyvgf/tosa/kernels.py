@@ -180,9 +180,12 @@ BAND_BYTES = 1 << 18
 from the allocator's free lists rather than page-faulted in afresh on every call."""
 
 
-def bands(rows: int, row_bytes: int) -> Iterator[tuple[int, int]]:
-    """(first, stop) ranges covering `rows` output rows, each of at most BAND_BYTES (one row at
-    least) when one row's temporaries take `row_bytes`."""
-    step = max(1, BAND_BYTES // max(1, row_bytes))
+def bands(rows: int, row_bytes: int, band_bytes: int | None = None) -> Iterator[tuple[int, int]]:
+    """(first, stop) ranges covering `rows` output rows, each of at most `band_bytes` (default
+    BAND_BYTES; one row at least) when one row's temporaries take `row_bytes` (0: one band)."""
+    if row_bytes <= 0:
+        yield 0, rows
+        return
+    step = max(1, (BAND_BYTES if band_bytes is None else band_bytes) // row_bytes)
     for first in range(0, rows, step):
         yield first, min(rows, first + step)

@@ -10,6 +10,15 @@ Call convention (the graph interpreter relies on it):
   * A variadic operand (CONCAT's `input1`) arrives as a tuple of arrays.
   * An op whose result type does not follow from its operands (CAST) declares a keyword
     `result_dtype`: the interpreter then passes the declared result's numpy dtype there.
+  * An op that can finish its result a band at a time declares a keyword `epilogue` (the
+    convolutions): when given, a function mapping a band of its result (a range along axis 1,
+    every other axis whole) to that band of the final result, which it returns instead.
+  * A band-wise op (`tosa_op(name, bandwise=True)`: CLAMP, RESCALE, ...) reads only `input` at
+    run time and gives each element from the same element of it, broadcasting its known
+    operands along the last axis at most: applied to a band of `input`, it gives that band of
+    its result, so the interpreter may fuse it into its producer as that epilogue.
+    `@fn.inplace` registers its form for temporaries: the same result, computed into `input`
+    where the result dtype allows (the interpreter uses it on the bands a producer hands over).
   * The function returns one numpy array (a tuple of arrays for FFT2D and RFFT2D) whose dtype
     and shape are exactly the result type the graph declares. Operands are read-only: never
     modify them (constants are shared by every run).
@@ -33,24 +42,31 @@ class OpDef:
     name: str
     fn: OpFn
     check: OpFn | None = None
+    bandwise: bool = False
+    inplace: OpFn | None = None
 
 
 OPS: dict[str, OpDef] = {}
 
 
-def tosa_op(name: str) -> Callable[[OpFn], OpFn]:
+def tosa_op(name: str, *, bandwise: bool = False) -> Callable[[OpFn], OpFn]:
     """Register `fn` as the implementation of the TOSA operator `name` (e.g. "CONV2D")."""
 
     def register(fn: OpFn) -> OpFn:
         if name in OPS:
             raise RuntimeError(f"TOSA operator {name} registered twice")
-        opdef = OPS[name] = OpDef(name, fn)
+        opdef = OPS[name] = OpDef(name, fn, bandwise=bandwise)
 
         def check(checker: OpFn) -> OpFn:
             opdef.check = checker
             return checker
 
+        def inplace(form: OpFn) -> OpFn:
+            opdef.inplace = form
+            return form
+
         fn.check = check  # type: ignore[attr-defined]
+        fn.inplace = inplace  # type: ignore[attr-defined]
         return fn
 
     return register

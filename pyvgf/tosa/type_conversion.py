@@ -49,7 +49,7 @@ _CASTS: dict[np.dtype, tuple[np.dtype, ...]] = {
 }
 
 
-@tosa_op("CAST")
+@tosa_op("CAST", bandwise=True)
 def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A002
     """CAST's operands do not determine its result type, so besides `input` (the grammar's only
     operand) it takes `result_dtype`, the element type of the declared result."""
@@ -90,7 +90,7 @@ def _zero_point(value: np.ndarray, dtype: np.dtype, unsigned: bool) -> int:
     return zp & ((1 << (8 * dtype.itemsize)) - 1) if unsigned else zp
 
 
-@tosa_op("RESCALE")
+@tosa_op("RESCALE", bandwise=True)
 def rescale(
     *,
     scale32: bool,
