@@ -233,3 +233,36 @@ def test_conversion_checks():
                 "output_zp": np.zeros(1, I32),
             },
         )
+
+
+def _rescale_by_integers(value, mult, shift, izp, ozp, lo, hi):
+    """The specification's RESCALE (scale32, single rounding) in Python integers."""
+    out = [(((int(v) - izp) * int(m) + (1 << (int(s) - 1))) >> int(s)) + ozp
+           for v, m, s in zip(value.reshape(-1), np.broadcast_to(mult, value.shape).reshape(-1),
+                              np.broadcast_to(shift, value.shape).reshape(-1))]
+    return np.clip(np.array(out, dtype=object), lo, hi).astype(np.int64).reshape(value.shape)
+
+
+@pytest.mark.parametrize("magnitude", [2**22 - 2**18, 2**22 + 5, 2**31 - 1],
+                         ids=["float64-exact", "just-past-float64", "int32-range"])
+@pytest.mark.parametrize("out_dtype,ozp", [(np.int8, -128), (np.int32, 0)])
+def test_rescale_int32_on_both_sides_of_the_float64_limit(magnitude, out_dtype, ozp):
+    """int32 RESCALE takes float64 while every v * m + k stays below 2**53, int64 past it;
+    both give the specification's integers (values at the limit, halves included)."""
+    from pyvgf.tosa.type_conversion import rescale
+
+    rng = np.random.default_rng(magnitude)
+    mult = np.array([2**31 - 1, 1 << 30, 1518500250, 1276901417], np.int32)
+    shift = np.array([31, 31, 40, 2], np.int8)
+    value = rng.integers(-magnitude, magnitude, (3, 5, 4), endpoint=True).astype(np.int32)
+    value[0, 0] = [magnitude, -magnitude, magnitude, -magnitude]
+    value[0, 1] = [1 << 30, -(1 << 30), 3, -3]
+    value[1, :, 1] = [3, -3, 5, -5, 1]  # v * 2**30 / 2**31: exact halves round up
+    value = np.clip(value, -magnitude, magnitude).astype(np.int32)
+    info = np.iinfo(out_dtype)
+    got = rescale(scale32=True, rounding_mode=1, per_channel=True, input_unsigned=False,
+                  output_unsigned=False, input=value, multiplier=mult, shift=shift,
+                  input_zp=np.zeros(1, np.int32), output_zp=np.array([ozp], out_dtype))
+    want = _rescale_by_integers(value, mult, shift, 0, ozp, int(info.min), int(info.max))
+    assert got.dtype == out_dtype
+    np.testing.assert_array_equal(got.astype(np.int64), want)
