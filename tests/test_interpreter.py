@@ -357,7 +357,8 @@ def test_real_models_plan_and_run(name):
 
 
 FUSED_CHAINS = {
-    # every convolution path (im2col, pointwise, einsum/tap-run/tap-sum depthwise) with a CLAMP;
+    # every convolution path (im2col, pointwise, depthwise with strides and multipliers) with a
+    # CLAMP;
     # the last CONV2D is also a graph result, so its CLAMP stays a step of its own
     "interpreter_fuse_f32": [["CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"], ["CONV2D", "CLAMP"],
                              ["DEPTHWISE_CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"],
@@ -375,8 +376,7 @@ def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch
     from pyvgf.tosa.registry import OPS
 
     if band_bytes is not None:
-        for module, attr in ((kernels, "BAND_BYTES"), (conv, "POINTWISE_BAND_BYTES"),
-                             (conv, "DEPTHWISE_BAND_BYTES")):
+        for module, attr in ((kernels, "BAND_BYTES"), (conv, "DEPTHWISE_BAND_BYTES")):
             monkeypatch.setattr(module, attr, band_bytes)
     graph, constants = vgf_graph(fixtures.model(name))
     plan = GraphPlan(graph, constants)

@@ -18,17 +18,20 @@ each tap over the outputs whose reads land inside the input (kernels.inside_taps
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 from itertools import product
 from typing import Protocol
 
 import numpy as np
-from numpy.lib.stride_tricks import as_strided, sliding_window_view
+from numpy.lib.stride_tricks import sliding_window_view
 
 from . import checking as ck
+from . import parallel
 from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
 from .kernels import (
     F32,
     I64,
+    along_rows,
     bands,
     exact_dtype,
     im2col,
@@ -113,23 +116,36 @@ class _Result:
         a temporary)."""
         return self.array[:, first:stop] if self.direct else None
 
-    def put(self, first: int, acc: np.ndarray) -> np.ndarray:
+    def put(self, first: int, acc: np.ndarray) -> None:
         """Rows first.. of the result from their accumulator band (which this may overwrite)."""
         band = _finish(acc, self.bias, self.out_dtype)
         if self.epilogue is not None:
             band = self.epilogue(band)
         if band.base is not self.array:  # not finished in place in the result (`target`)
             self.array[:, first:first + band.shape[1]] = band
+
+    def finish(self, acc: np.ndarray) -> np.ndarray:
+        """The result from the whole accumulator (the result itself when `direct`), a band of
+        rows at a time, the rows split over threads."""
+        row_bytes = 2 * acc.nbytes // max(1, acc.shape[1])
+
+        def work(first: int, stop: int) -> None:
+            for start, end in bands(first, stop, row_bytes):
+                self.put(start, acc[:, start:end])
+
+        parallel.split(acc.shape[1], row_bytes, work)
         return self.array
 
 
 def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
     """acc + bias as the output type: integers are added after the exact cast."""
     if ck.is_float(out_dtype):
-        acc += bias.astype(F32, copy=False)
+        rows, tiled = along_rows(acc, bias.astype(F32, copy=False))
+        rows += tiled
         return acc.astype(out_dtype, copy=False)
     out = acc.astype(out_dtype, copy=False)
-    out += bias.astype(out_dtype, copy=False)
+    rows, tiled = along_rows(out, bias.astype(out_dtype, copy=False))
+    rows += tiled
     return out
 
 
@@ -168,19 +184,14 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
                                             out_size):
                 rows = wmat[t * channels:(t + 1) * channels]
                 acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
-        return result.put(0, acc)
+        return result.finish(acc)
     xp = padded(input, dtype, pads, izp)
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
-        # One GEMM into the result, or bands of one GEMM each when a type change follows.
-        row_bytes = 0 if result.direct else n * int(np.prod(out_size[1:])) * oc * 2 * dtype.itemsize
-        for first, stop in bands(out_size[0], row_bytes, POINTWISE_BAND_BYTES):
-            cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
-            acc = _gemm(cols, wmat, result.target(first, stop))
-            result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
-        return result.array
+        acc = _gemm(xp.reshape(-1, xp.shape[-1]), wmat, result.target(0, out_size[0]))
+        return result.finish(acc.reshape(n, *out_size, oc))
     # Bands of output rows: each band's patch matrix is small enough to stay in cache.
     row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
-    for first, stop in bands(out_size[0], row_bytes):
+    for first, stop in bands(0, out_size[0], row_bytes):
         cols = im2col(xp[:, first * stride[0]:], kernel, stride, dilation,
                       (stop - first, *out_size[1:]))
         acc = _gemm(cols, wmat, result.target(first, stop))
@@ -214,14 +225,11 @@ def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp:
     return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation, epilogue)
 
 
+DEPTHWISE_BAND_BYTES = 1 << 21
+"""Band size of a depthwise convolution's accumulator and temporary."""
+
 _EINSUM_CHANNELS = 64
-"""From this many channels a depthwise window sum in einsum beats per-tap multiply-adds."""
-
-POINTWISE_BAND_BYTES = 1 << 20
-"""Band size of a 1x1 convolution's output followed by a type change (RESCALE)."""
-
-DEPTHWISE_BAND_BYTES = 1 << 19
-"""Band size of a per-tap depthwise convolution's accumulator and temporary."""
+"""From this many channels one einsum over a band's sliding windows beats per-tap passes."""
 
 
 def _depthwise_taps(w: np.ndarray) -> np.ndarray:
@@ -254,68 +262,69 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                                             out_size):
                 acc[(slice(None), *outs)] += (x[(slice(None), *ins)][..., None]
                                               * wtaps[t].reshape(channels, mult))
-        return result.put(0, acc.reshape(n, *out_size, channels * mult))
+        return result.finish(acc.reshape(n, *out_size, channels * mult))
     xp = padded(input, dtype, pads, izp)
-    if channels >= _EINSUM_CHANNELS:
-        windows = sliding_window_view(xp, ((kh - 1) * dilation[0] + 1, (kw - 1) * dilation[1] + 1),
-                                      axis=(1, 2))
-        windows = windows[:, :(out_size[0] - 1) * stride[0] + 1:stride[0],
-                          :(out_size[1] - 1) * stride[1] + 1:stride[1], :,
-                          ::dilation[0], ::dilation[1]]
-        acc = np.einsum("nhwcij,ijcm->nhwcm", windows, wtaps.reshape(kh, kw, channels, mult))
-        return result.put(0, acc.reshape(n, *out_size, channels * mult))
-    row_bytes = 2 * n * out_size[1] * channels * mult * dtype.itemsize
-    if mult == 1 and stride[1] == 1 and dilation[1] == 1:
-        # Each tap's window rows are runs of OW * C contiguous values: with the tap's weights
-        # repeated along a run, every multiply-add is one long loop, not OW loops of C.
-        tiled = prepared(weight, ("tiled", wzp, dtype, out_size[1]),
+    if mult > 1:  # output channel c * M + m reads input channel c
+        xp = np.repeat(xp, mult, axis=-1)
+    if channels * mult >= _EINSUM_CHANNELS:
+        rows_of = partial(_depthwise_einsum, xp, wtaps.reshape(kh, kw, -1), stride, dilation,
+                          out_size[1])
+    else:
+        tiled = prepared(weight, ("runs", wzp, dtype, out_size[1]),
                          lambda: np.tile(wtaps, (1, out_size[1])))
-        for first, stop in bands(out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
-            acc = _depthwise_runs(xp[:, first * stride[0]:], tiled, (kh, kw), stride[0],
-                                  dilation[0], stop - first, result.target(first, stop))
-            result.put(first, acc.reshape(n, stop - first, out_size[1], channels))
-        return result.array
-    for first, stop in bands(out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
-        acc = _depthwise_taps_sum(xp[:, first * stride[0]:], wtaps, (kh, kw), stride, dilation,
-                                  (stop - first, out_size[1]), mult)
-        result.put(first, acc.reshape(n, stop - first, out_size[1], channels * mult))
+        rows_of = partial(_depthwise_runs, xp, tiled, (kh, kw), stride, dilation)
+    row_bytes = 2 * n * out_size[1] * channels * mult * dtype.itemsize
+
+    def work(first: int, stop: int) -> None:
+        for start, end in bands(first, stop, row_bytes, DEPTHWISE_BAND_BYTES):
+            acc = rows_of(start, end, result.target(start, end))
+            result.put(start, acc.reshape(n, end - start, out_size[1], channels * mult))
+
+    parallel.split(out_size[0], row_bytes, work)
     return result.array
 
 
-def _depthwise_runs(xp: np.ndarray, tiled: np.ndarray, kernel: tuple[int, int], stride: int,
-                    dilation: int, rows: int, target: np.ndarray | None) -> np.ndarray:
-    """Rows 0..rows of a stride-1-across depthwise convolution (multiplier 1) of padded xp,
-    as [N, rows, OW * C]; `tiled` holds each tap's weights repeated OW times."""
-    n, run = xp.shape[0], tiled.shape[1]
-    shape, strides = (n, rows, run), (xp.strides[0], xp.strides[1] * stride, xp.itemsize)
+def _depthwise_einsum(xp: np.ndarray, w: np.ndarray, stride: list[int], dilation: list[int],
+                      out_width: int, first: int, stop: int,
+                      target: np.ndarray | None) -> np.ndarray:
+    """Output rows first..stop of a depthwise convolution (multiplier 1) of padded xp, as
+    [N, rows, OW, C]: one einsum summing each channel's window, w [KH, KW, C]."""
+    (kh, kw), (sy, sx), (dy, dx) = w.shape[:2], stride, dilation
+    rows = stop - first
+    band = xp[:, first * sy:first * sy + (rows - 1) * sy + (kh - 1) * dy + 1]
+    windows = sliding_window_view(band, ((kh - 1) * dy + 1, (kw - 1) * dx + 1), axis=(1, 2))
+    windows = windows[:, ::sy, :(out_width - 1) * sx + 1:sx, :, ::dy, ::dx]
+    if target is None:
+        return np.einsum("nhwcij,ijc->nhwc", windows, w)
+    return np.einsum("nhwcij,ijc->nhwc", windows, w, out=target)
+
+
+def _depthwise_runs(xp: np.ndarray, tiled: np.ndarray, kernel: tuple[int, int],
+                    stride: list[int], dilation: list[int], first: int, stop: int,
+                    target: np.ndarray | None) -> np.ndarray:
+    """Output rows first..stop of a depthwise convolution (multiplier 1) of padded xp, as
+    [N, rows, OW * C]: per tap, one multiply-add along whole rows of OW * C values, with
+    `tiled` holding each tap's weights repeated OW times. With a stride across, the band's
+    input columns are first split into `stride` phases, each contiguous."""
+    n = xp.shape[0]
+    rows, run = stop - first, tiled.shape[1]
+    width = run // xp.shape[-1]
+    (sy, sx), (dy, dx) = stride, dilation
+    top = first * sy
+    band = xp[:, top:top + (rows - 1) * sy + (kernel[0] - 1) * dy + 1]
+    phases = [band] if sx == 1 else [np.ascontiguousarray(band[:, :, p::sx]) for p in range(sx)]
+    shape = (n, rows, run)
     acc = np.empty(shape, xp.dtype) if target is None else target.reshape(shape)
     tmp = np.empty(shape, xp.dtype)
     for t, (ky, kx) in enumerate(product(range(kernel[0]), range(kernel[1]))):
-        view = as_strided(xp[:, ky * dilation:, kx:], shape, strides, writeable=False)
+        phase, column = phases[kx * dx % sx], kx * dx // sx
+        view = phase[:, ky * dy:ky * dy + (rows - 1) * sy + 1:sy, column:column + width]
+        view = view.reshape(shape)  # a view: each row's OW * C values are contiguous
         if t == 0:
             np.multiply(view, tiled[t], out=acc)
         else:
             np.multiply(view, tiled[t], out=tmp)
             acc += tmp
-    return acc
-
-
-def _depthwise_taps_sum(xp: np.ndarray, wtaps: np.ndarray, kernel: tuple[int, int],
-                        stride: list[int], dilation: list[int], out_size: tuple[int, int],
-                        mult: int) -> np.ndarray:
-    """One multiply-add per tap and multiplier, each running along the channels."""
-    n, channels = xp.shape[0], xp.shape[-1]
-    acc = np.empty((n, *out_size, channels, mult), xp.dtype)
-    tmp = np.empty((n, *out_size, channels), xp.dtype)
-    for t, (_, window) in enumerate(taps(kernel, stride, dilation, out_size)):
-        view = xp[(slice(None), *window)]
-        for m in range(mult):
-            w = wtaps[t, m::mult]
-            if t == 0:
-                np.multiply(view, w, out=acc[..., m])
-            else:
-                np.multiply(view, w, out=tmp)
-                acc[..., m] += tmp
     return acc
 
 

@@ -89,6 +89,17 @@ def prepared(weight: np.ndarray, key: Hashable, make: Callable[[], T]) -> T:
     return value
 
 
+def along_rows(x: np.ndarray, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """A C-contiguous `x` [..., W, C] as a view [-1, W * C], and the per-channel `vector` [C]
+    repeated W times (prepared once for a constant): an op broadcasting the vector then runs
+    along whole rows instead of one loop of C values per position."""
+    if x.ndim < 2 or vector.size < 2 or not x.flags.c_contiguous or x.size == 0:
+        return x, vector
+    reps = x.shape[-2]
+    return (x.reshape(-1, reps * x.shape[-1]),
+            prepared(vector, ("along_rows", reps), lambda: np.tile(vector, reps)))
+
+
 def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
            offset: float = 0, fill: float = 0) -> np.ndarray:
     """x - offset as `dtype`, with spatial axes 1.. padded by `pads` (before, after) with fill.
@@ -180,12 +191,10 @@ BAND_BYTES = 1 << 18
 from the allocator's free lists rather than page-faulted in afresh on every call."""
 
 
-def bands(rows: int, row_bytes: int, band_bytes: int | None = None) -> Iterator[tuple[int, int]]:
-    """(first, stop) ranges covering `rows` output rows, each of at most `band_bytes` (default
-    BAND_BYTES; one row at least) when one row's temporaries take `row_bytes` (0: one band)."""
-    if row_bytes <= 0:
-        yield 0, rows
-        return
-    step = max(1, (BAND_BYTES if band_bytes is None else band_bytes) // row_bytes)
-    for first in range(0, rows, step):
-        yield first, min(rows, first + step)
+def bands(first: int, stop: int, row_bytes: int,
+          band_bytes: int | None = None) -> Iterator[tuple[int, int]]:
+    """(start, end) ranges covering output rows first..stop, each of at most `band_bytes`
+    (default BAND_BYTES; one row at least) when one row's temporaries take `row_bytes`."""
+    step = max(1, (BAND_BYTES if band_bytes is None else band_bytes) // max(1, row_bytes))
+    for start in range(first, stop, step):
+        yield start, min(stop, start + step)

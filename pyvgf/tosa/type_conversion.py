@@ -31,6 +31,7 @@ from ._common import (
     tensor_type,
     wrap,
 )
+from .kernels import prepared
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -107,14 +108,13 @@ def rescale(
     in_dtype = input.dtype
     out_dtype = np.asarray(output_zp).dtype
     if scale32 and rounding_mode != DOUBLE_ROUND and not input_unsigned and not output_unsigned:
-        return _rescale_signed32(
-            input,
-            np.asarray(multiplier, dtype=np.int64).reshape(-1)[: None if per_channel else 1],
-            np.asarray(shift, dtype=np.int64).reshape(-1)[: None if per_channel else 1],
-            _zero_point(input_zp, in_dtype, False),
-            _zero_point(output_zp, out_dtype, False),
-            out_dtype,
+        izp, ozp = _zero_point(input_zp, in_dtype, False), _zero_point(output_zp, out_dtype, False)
+        scaling = prepared(
+            multiplier,
+            ("rescale32", per_channel, np.asarray(shift).tobytes(), izp, ozp),
+            lambda: _Scale32(multiplier, shift, per_channel, izp, ozp),
         )
+        return scaling.apply(input, out_dtype)
     value = input.astype(np.int64)
     if input_unsigned:
         value &= (1 << (8 * in_dtype.itemsize)) - 1
@@ -136,16 +136,9 @@ def rescale(
     return scaled.astype(out_dtype)
 
 
-def _rescale_signed32(
-    input: np.ndarray,  # noqa: A002
-    mult: np.ndarray,
-    shifts: np.ndarray,
-    input_zp: int,
-    output_zp: int,
-    out_dtype: np.dtype,
-) -> np.ndarray:
-    """RESCALE's common case (scale32, single rounding, signed) with the general path's
-    arithmetic: for v = input and per-channel m, s,
+class _Scale32:
+    """RESCALE's common case (scale32, single rounding, signed), prepared once per multiplier
+    and shift, with the general path's arithmetic: for v = input and per-channel m, s,
 
         (((v - izp) * m + 2**(s-1)) >> s) + ozp  ==  floor((v * m + k) / 2**s),
         k = 2**(s-1) - izp * m + ozp * 2**s
@@ -153,28 +146,53 @@ def _rescale_signed32(
     (an arithmetic shift is a floor division, so whole multiples of 2**s pass through it).
     When every v * m + k is an integer below 2**53 in magnitude, float64 computes
     v * (m / 2**s) + k / 2**s exactly (scaling by a power of two is exact, and so is a sum
-    whose exact value is representable), and floor gives the same integer: four float passes
-    instead of five int64 ones. Otherwise int64 does it."""
-    top = int(shifts.max(initial=2))
-    reach = ((1 << (top - 1)) + (abs(input_zp) + _magnitude(input)) * int(np.abs(mult).max(initial=0))
-             + (abs(output_zp) << top))  # bounds every |v * m + k|
-    if reach < 2**53:
-        scale = np.ldexp(mult.astype(np.float64), -shifts)
-        value = np.multiply(input, scale, dtype=np.float64)
-        value += 0.5 - input_zp * scale + output_zp  # k / 2**s, each term exact
-        np.floor(value, out=value)
-    else:
-        value = np.multiply(input, mult, dtype=np.int64)
-        addend = np.left_shift(np.int64(1), shifts - 1) - input_zp * mult
-        fold = abs(output_zp).bit_length() + top <= 60
-        if fold:
-            addend += np.left_shift(np.int64(output_zp), shifts)
-        value += addend
-        value >>= shifts
-        if not fold:
-            value += output_zp
-    np.clip(value, int_min(out_dtype), int_max(out_dtype), out=value)
-    return value.astype(out_dtype)
+    whose exact value is representable), and floor gives the same integer. Otherwise int64
+    does it. Per-channel factors are repeated along each row of the input, so every pass runs
+    along whole rows rather than one channel count at a time."""
+
+    def __init__(self, multiplier: np.ndarray, shift: np.ndarray, per_channel: bool, izp: int,
+                 ozp: int):
+        count = None if per_channel else 1
+        self.mult = np.asarray(multiplier, dtype=np.int64).reshape(-1)[:count]
+        self.shifts = np.asarray(shift, dtype=np.int64).reshape(-1)[:count]
+        self.izp, self.ozp, self.per_channel = izp, ozp, per_channel
+        self.top = int(self.shifts.max(initial=2))
+        self.widest = int(np.abs(self.mult).max(initial=0))
+        self.scale = np.ldexp(self.mult.astype(np.float64), -self.shifts)
+        self.offset = 0.5 - izp * self.scale + ozp  # k / 2**s, each term exact under the bound
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def _along(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """x as float64 rows of its last two axes, and the factors repeated to match."""
+        if not self.per_channel or x.ndim < 2 or x.size == 0:
+            return x.astype(np.float64), self.scale, self.offset
+        reps = x.shape[-2]
+        tiled = self._rows.get(reps)
+        if tiled is None:
+            tiled = self._rows[reps] = (np.tile(self.scale, reps), np.tile(self.offset, reps))
+        return x.reshape(-1, reps * x.shape[-1]).astype(np.float64), *tiled
+
+    def apply(self, input: np.ndarray, out_dtype: np.dtype) -> np.ndarray:  # noqa: A002
+        lo, hi = int_min(out_dtype), int_max(out_dtype)
+        reach = ((1 << (self.top - 1)) + (abs(self.izp) + _magnitude(input)) * self.widest
+                 + (abs(self.ozp) << self.top))  # bounds every |v * m + k|
+        if reach < 2**53:
+            value, scale, offset = self._along(input)
+            value *= scale
+            value += offset
+            np.floor(value, out=value)
+        else:
+            value = np.multiply(input, self.mult, dtype=np.int64)
+            addend = np.left_shift(np.int64(1), self.shifts - 1) - self.izp * self.mult
+            fold = abs(self.ozp).bit_length() + self.top <= 60
+            if fold:
+                addend += np.left_shift(np.int64(self.ozp), self.shifts)
+            value += addend
+            value >>= self.shifts
+            if not fold:
+                value += self.ozp
+        np.clip(value, lo, hi, out=value)
+        return value.astype(out_dtype).reshape(input.shape)
 
 
 def _magnitude(x: np.ndarray) -> int:
