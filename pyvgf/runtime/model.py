@@ -116,23 +116,31 @@ class Model:
 
     def _check(self, inputs: Inputs) -> list[np.ndarray]:
         """The live inputs, in input binding slot order, checked and converted (never in place)."""
-        if isinstance(inputs, Mapping):
-            names = [info.name for info in self.inputs]
-            unknown = [k for k in inputs if k not in names]
-            missing = [info.name for info in self.inputs if info.live and info.name not in inputs]
-            if unknown or missing:
-                raise ModelInputError(f"inputs by name: expected {names}; unknown {unknown}, missing {missing}")
-            given = [inputs[info.name] for info in self._slot_infos]
+        if isinstance(inputs, np.ndarray):
+            given = self._by_position([inputs])
+        elif isinstance(inputs, (list, tuple)):  # the usual case first: no ABC checks
+            given = self._by_position(inputs)
+        elif isinstance(inputs, Mapping):
+            given = self._by_name(inputs)
+        elif isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+            raise ModelInputError(f"inputs must be a list or a dict of arrays, got {type(inputs).__name__}")
         else:
-            if isinstance(inputs, np.ndarray):
-                inputs = [inputs]
-            if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-                raise ModelInputError(f"inputs must be a list or a dict of arrays, got {type(inputs).__name__}")
-            if len(inputs) != len(self.inputs):
-                raise ModelInputError(f"expected {len(self.inputs)} inputs "
-                                      f"({', '.join(i.name for i in self.inputs)}), got {len(inputs)}")
-            given = inputs if self._in_order else [inputs[i] for i in self._slot_inputs]
+            given = self._by_position(inputs)
         return [_conform(info, x) for info, x in zip(self._slot_infos, given)]
+
+    def _by_position(self, inputs: Sequence[object]) -> Sequence[object]:
+        if len(inputs) != len(self.inputs):
+            raise ModelInputError(f"expected {len(self.inputs)} inputs "
+                                  f"({', '.join(i.name for i in self.inputs)}), got {len(inputs)}")
+        return inputs if self._in_order else [inputs[i] for i in self._slot_inputs]
+
+    def _by_name(self, inputs: Mapping[str, object]) -> list[object]:
+        names = [info.name for info in self.inputs]
+        unknown = [k for k in inputs if k not in names]
+        missing = [info.name for info in self.inputs if info.live and info.name not in inputs]
+        if unknown or missing:
+            raise ModelInputError(f"inputs by name: expected {names}; unknown {unknown}, missing {missing}")
+        return [inputs[info.name] for info in self._slot_infos]
 
     def close(self) -> None:
         """Free the device, everything the model created on it, and its adapter."""
