@@ -162,7 +162,7 @@ class Model:
 
 
 def _input_slots(slots: Sequence[BindingSlot], count: int) -> dict[int, int]:
-    """Model input index -> MRT index of its binding slot.
+    """Model input index -> MRT index of its binding slot, in slot order.
 
     A slot list as long as the input names maps by position. A shorter one means the converter
     dropped dead inputs; each remaining slot's binding is then the index of its model input, as
