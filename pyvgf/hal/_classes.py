@@ -1306,8 +1306,9 @@ class PreparedRun(_DeviceChild):
     `submit([command_buffer]).wait()` and `read_tensor` / `read_buffer` of each output would,
     and raises the same `HalError`s; what does not change between runs (argument checks, views
     of mapped memory, submission structures) is done once, when the run is prepared. Calls on
-    one PreparedRun are serialised; submit its command buffer through nothing else while it
-    lives. The default hook composes the queue calls; a backend may do the same work faster.
+    one PreparedRun are serialised; its command buffer must not be submitted elsewhere while a
+    run is in flight. The default hook composes the queue calls; a backend may do the same work
+    faster.
     """
 
     _kind = "PreparedRun"
