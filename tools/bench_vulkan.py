@@ -11,7 +11,8 @@ and min over N runs (after a warm-up), the wall time of Model.run; then, from a 
 with timers around the backend's three driver calls, the time blocked in vkWaitForFences (the
 device's work and the wake-up), in vkQueueSubmit + vkResetFences, and the rest: pyvgf's own
 host work (Python, input checks, numpy copies in and out). The timers themselves add about a
-microsecond to the second series' wall and rest.
+microsecond to the second series' wall and rest. A third series replaces those three calls with
+no-ops: pyvgf's host work alone, free of the driver's noise (its outputs are not computed).
 """
 
 from __future__ import annotations
@@ -109,6 +110,21 @@ def driver_timers():
         commands.Fence.reset = originals["reset"]
 
 
+@contextmanager
+def driver_stubbed():
+    """The vulkan backend's submission, fence wait and fence reset do nothing while the block runs."""
+    from pyvgf.hal.vulkan import commands
+
+    originals = (commands.submit, commands.Fence.wait_for, commands.Fence.reset)
+    commands.submit = lambda *args: None
+    commands.Fence.wait_for = lambda fence, timeout_s=None: True
+    commands.Fence.reset = lambda fence: None
+    try:
+        yield
+    finally:
+        commands.submit, commands.Fence.wait_for, commands.Fence.reset = originals
+
+
 def _us(samples: list[int]) -> str:
     return f"median {statistics.median(samples) / 1e3:7.1f} us, min {min(samples) / 1e3:6.1f} us"
 
@@ -135,6 +151,12 @@ def split(runs: int) -> str:
                 wait, driver = spent["wait"] - before["wait"], spent["driver"] - before["driver"]
                 for key, value in (("wall", total), ("wait", wait), ("driver", driver), ("rest", total - wait - driver)):
                     parts[key].append(value)
+        host = []
+        with driver_stubbed():
+            for _ in range(runs):
+                start = clock()
+                model.run(inputs)
+                host.append(clock() - start)
     load = " ".join(f"{x:.2f}" for x in os.getloadavg())
     return "\n".join([
         f"one-op Model.run on vulkan, {runs} runs each series, load average {load}",
@@ -144,6 +166,7 @@ def split(runs: int) -> str:
         f"    blocked in vkWaitForFences        {_us(parts['wait'])}",
         f"    in vkQueueSubmit + vkResetFences  {_us(parts['driver'])}",
         f"    rest: pyvgf host work             {_us(parts['rest'])}",
+        f"  host work alone (driver stubbed)    {_us(host)}",
     ])
 
 
