@@ -282,3 +282,40 @@ def test_push_constants_outside_ranges(device):
     encoder = device.create_command_encoder()
     with pytest.raises(HalError, match=r"push constants \[4, 16\) are outside"):
         encoder.push_constants(layout, hal.ShaderStage.COMPUTE, 4, bytes(12))
+
+
+def _copy_run(device, **tensor_options):
+    """A prepared run of one command buffer that copies a tensor and 4 bytes of a buffer."""
+    src, dst = (device.create_tensor(F32, (3, 4), **tensor_options) for _ in range(2))
+    a, b = device.create_buffer(8), device.create_buffer(8)
+    encoder = device.create_command_encoder()
+    encoder.copy_tensor(src, dst)
+    encoder.copy_buffer(a, b, 2, 0, 4)
+    return device.prepare_run(encoder.finish(), [src, a], [dst, b])
+
+
+def test_prepared_run_writes_submits_and_reads(device):
+    run = _copy_run(device)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    y, raw = run.run([x, np.arange(8, dtype=np.uint8)])
+    np.testing.assert_array_equal(y, x)
+    assert raw.tolist()[:4] == [2, 3, 4, 5]
+    y[...] = 0  # the caller owns what a run returns
+    np.testing.assert_array_equal(run.run([x + 1, bytes(range(8))])[0], x + 1)
+    np.testing.assert_array_equal(x, np.arange(12, dtype=np.float32).reshape(3, 4))
+
+
+def test_prepared_run_refuses_what_the_queue_refuses(device):
+    run = _copy_run(device)
+    x = np.zeros((3, 4), np.float32)
+    with pytest.raises(HalError, match="takes 2 arrays, got 1"):
+        run.run([x])
+    with pytest.raises(HalError, match=r"takes float32\[3, 4\], got float64\[3, 4\]"):
+        run.run([x.astype(np.float64), bytes(8)])
+    with pytest.raises(HalError, match="write of 9 bytes at 0 overflows"):
+        run.run([x, bytes(9)])
+    with pytest.raises(HalError, match="prepare_run takes a CommandBuffer"):
+        device.prepare_run(device.create_command_encoder(), [], [])
+    run.outputs[1].destroy()
+    with pytest.raises(HalError, match="was destroyed"):
+        run.run([x, bytes(8)])

@@ -48,3 +48,19 @@ def test_a_slot_naming_no_input_is_a_format_error(vgf_model):
     vgf.sequence.inputs[0].binding = 7
     with pytest.raises(VGFFormatError, match="input binding 7 names no model input of 3"):
         pyvgf.load(write(vgf))
+
+
+def test_slots_out_of_input_order(vgf_model):
+    """Slots listed in another order than the inputs they bind still take the right arrays
+    (runtime_multi_io returns a - b and a + b; its middle input is dead)."""
+    vgf = read(vgf_model("runtime_multi_io"))
+    del vgf.sequence.inputs[1]
+    vgf.sequence.inputs.reverse()
+    assert [s.binding for s in vgf.sequence.inputs] == [2, 0]
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.full((2, 3), 10, np.float32)
+    with pyvgf.load(write(vgf)) as model:
+        for inputs in ([a, None, b], {"input_0": a, "input_2": b}):
+            diff, total = model.run(inputs)
+            np.testing.assert_array_equal(diff, a - b)
+            np.testing.assert_array_equal(total, a + b)

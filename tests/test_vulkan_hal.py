@@ -132,6 +132,67 @@ def test_graph_by_hand_resubmitted(device, vgf_model):
     assert all(f.signaled for f in fences)
 
 
+def test_prepared_graph_run_in_mapped_memory(device, vgf_model):
+    from pyvgf.hal.vulkan.backend import VulkanPreparedRun
+
+    pipeline, layout, set_layout = add_pipeline(device, read_vgf(vgf_model("add_f32")))
+    tensors = [device.create_tensor(F32, (1, 4, 4, 8)) for _ in range(3)]
+    dset = device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in enumerate(tensors)})
+    enc = device.create_command_encoder()
+    enc.bind_pipeline(pipeline)
+    enc.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, 0, dset)
+    enc.dispatch_data_graph(bound_session(device, pipeline))
+    run = device.prepare_run(enc.finish(), tensors[:2], tensors[2:])
+    assert isinstance(run, VulkanPreparedRun)  # persistent views, no staging
+    rng = np.random.default_rng(9)
+    for _ in range(3):
+        a, b = (rng.standard_normal((1, 4, 4, 8)).astype(np.float32) for _ in range(2))
+        kept = a.copy()
+        (out,) = run.run([a, b])
+        np.testing.assert_array_equal(out, a + b)
+        np.testing.assert_array_equal(a, kept)
+        out[...] = 0  # the caller owns it
+        np.testing.assert_array_equal(device.queue.read_tensor(tensors[2]), a + b)
+    with pytest.raises(HalError, match=r"takes float32\[1, 4, 4, 8\], got float32\[4, 4, 8\]"):
+        run.run([a[0], b])
+
+
+def _copy_run(device, shape=(3, 4), **tensor_options):
+    src, dst = (device.create_tensor(F32, shape, **tensor_options) for _ in range(2))
+    enc = device.create_command_encoder()
+    enc.copy_tensor(src, dst)
+    return device.prepare_run(enc.finish(), [src], [dst])
+
+
+def test_prepared_run_of_optimal_tensors_goes_through_staging(device):
+    run = _copy_run(device, tiling=hal.TensorTiling.OPTIMAL)
+    x = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(run.run([x])[0], x)
+
+
+def test_prepared_run_interrupted_before_its_wait(device, monkeypatch):
+    """A run stopped between vkQueueSubmit and its fence wait (a KeyboardInterrupt) leaves the
+    prepared run usable: the next run, or a queue read, waits for that work first (a copy
+    large enough to be still running when it is not waited for)."""
+    from pyvgf.hal.vulkan import commands
+
+    run = _copy_run(device, (1024, 1024))
+    x = np.arange(1024 * 1024, dtype=np.float32).reshape(1024, 1024)
+    wait_for = commands.Fence.wait_for
+
+    def interrupted(fence, timeout_s=None):
+        monkeypatch.setattr(commands.Fence, "wait_for", wait_for)
+        raise KeyboardInterrupt
+
+    for k in range(0, 12, 2):
+        monkeypatch.setattr(commands.Fence, "wait_for", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            run.run([x + k])
+        if k % 4:
+            np.testing.assert_array_equal(device.queue.read_tensor(run.outputs[0]), x + k)
+        np.testing.assert_array_equal(run.run([x + k + 1])[0], x + k + 1)
+
+
 def test_glsl_compute_module_is_refused(device):
     set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(0, hal.DescriptorType.STORAGE_BUFFER)])
     layout = device.create_pipeline_layout([set_layout])

@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import importlib
 import inspect
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -686,6 +687,21 @@ class Device(HalObject):
         self._check()
         return self._create_command_encoder(label)
 
+    def prepare_run(self, command_buffer: CommandBuffer, inputs: Sequence[Tensor | Buffer],
+                    outputs: Sequence[Tensor | Buffer], label: str = "") -> PreparedRun:
+        """A `PreparedRun`: `command_buffer` run again and again between host writes of
+        `inputs` and host reads of `outputs`."""
+        self._check()
+        if not isinstance(command_buffer, CommandBuffer):
+            raise HalError(f"prepare_run takes a CommandBuffer, got {_kind_of(command_buffer)}")
+        for res in (*inputs, *outputs):
+            if not isinstance(res, (Tensor, Buffer)):
+                raise HalError(f"prepare_run inputs and outputs are Tensors or Buffers, got {_kind_of(res)}")
+        for obj in (command_buffer, *inputs, *outputs):
+            obj._check()
+            self._check_owner(obj)
+        return self._prepare_run(command_buffer, tuple(inputs), tuple(outputs), label)
+
     # -- backend hooks
 
     def _create_queue(self) -> Queue:
@@ -737,6 +753,10 @@ class Device(HalObject):
 
     def _create_command_encoder(self, label: str) -> CommandEncoder:
         raise NotImplementedError
+
+    def _prepare_run(self, command_buffer: CommandBuffer, inputs: tuple[Tensor | Buffer, ...],
+                     outputs: tuple[Tensor | Buffer, ...], label: str) -> PreparedRun:
+        return PreparedRun(self, command_buffer, inputs, outputs, label)
 
 
 class DeviceMemory(_DeviceChild):
@@ -1277,3 +1297,72 @@ class Queue(HalObject):
 
     def _wait_idle(self) -> None:
         raise NotImplementedError
+
+
+class PreparedRun(_DeviceChild):
+    """A command buffer prepared to run again and again between host transfers.
+
+    `run(arrays)` does what `Queue.write_tensor` / `write_buffer` of each array into its input,
+    `submit([command_buffer]).wait()` and `read_tensor` / `read_buffer` of each output would,
+    and raises the same `HalError`s; what does not change between runs (argument checks, views
+    of mapped memory, submission structures) is done once, when the run is prepared. Calls on
+    one PreparedRun are serialised; its command buffer must not be submitted elsewhere while a
+    run is in flight. The default hook composes the queue calls; a backend may do the same work
+    faster.
+    """
+
+    _kind = "PreparedRun"
+
+    def __init__(self, device: Device, command_buffer: CommandBuffer, inputs: tuple[Tensor | Buffer, ...],
+                 outputs: tuple[Tensor | Buffer, ...], label: str = ""):
+        super().__init__(device, label)
+        self.command_buffer = command_buffer
+        self.inputs = inputs
+        self.outputs = outputs
+        self._lock = threading.Lock()
+        resources = (*inputs, *outputs)
+        self._uses = tuple({id(o): o for o in (command_buffer, *resources, *(r.memory for r in resources))
+                            if o is not None}.values())
+        """Every object the run needs alive, for the check of each run."""
+        self._takes = tuple((r.shape, r.dtype) if isinstance(r, Tensor) else None for r in inputs)
+        """(shape, dtype) of each tensor input; None for a buffer (it takes any bytes that fit)."""
+
+    def run(self, arrays: Sequence[np.ndarray]) -> list[np.ndarray]:
+        """Write `arrays` into the inputs (a tensor takes exactly its shape and dtype, a buffer
+        the bytes of any array that fit), submit the command buffer, wait for it, and return
+        a new array per output (a tensor's typed array, a buffer's bytes)."""
+        if self._destroyed or self.device._destroyed:
+            self._check()
+        for obj in self._uses:
+            if obj._destroyed:
+                raise HalError(f"{self}: {obj} was destroyed")
+        if len(arrays) != len(self.inputs):
+            raise HalError(f"{self} takes {len(self.inputs)} arrays, got {len(arrays)}")
+        checked = []
+        for res, takes, data in zip(self.inputs, self._takes, arrays):
+            if takes is None:
+                raw = (np.frombuffer(data, np.uint8) if isinstance(data, (bytes, bytearray, memoryview))
+                       else np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+                if raw.size > res.size:
+                    raise HalError(f"write of {raw.size} bytes at 0 overflows {res} ({res.size} bytes)")
+                checked.append(raw)
+                continue
+            if not isinstance(data, np.ndarray):
+                data = np.asarray(data)
+            if data.shape != takes[0] or data.dtype != takes[1]:
+                raise HalError(f"write_tensor: {res!r} takes {takes[1]}{list(takes[0])}, "
+                               f"got {data.dtype}{list(data.shape)}")
+            checked.append(data)
+        with self._lock:
+            return self._run(checked)
+
+    def _run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """Backend hook: the run of checked arrays (a buffer's as flat uint8), under the lock."""
+        queue = self.device.queue
+        for res, data in zip(self.inputs, arrays):
+            if isinstance(res, Tensor):
+                queue.write_tensor(res, data)
+            else:
+                queue.write_buffer(res, data)
+        queue.submit([self.command_buffer]).wait()
+        return [queue.read_tensor(r) if isinstance(r, Tensor) else queue.read_buffer(r) for r in self.outputs]

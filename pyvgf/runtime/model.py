@@ -59,15 +59,22 @@ class Model:
         self.backend = device.adapter.info.backend
         self._schedule = Schedule(vgf, device)
         seq = vgf.sequence
-        self._output_mrt = [slot.mrt_index for slot in seq.outputs]
+        output_mrt = [slot.mrt_index for slot in seq.outputs]
         names = list(seq.input_names) + [f"input_{i}" for i in range(len(seq.input_names), len(seq.inputs))]
         slots = _input_slots(seq.inputs, len(names))
-        self._input_mrt = [slots[i] for i in sorted(slots)]
         self.inputs: list[TensorInfo] = [self._info(name, slots.get(i)) for i, name in enumerate(names)]
         """Every model input in order, the unused ones included (they have live=False)."""
         out_names = list(seq.output_names) + [f"output_{i}" for i in range(len(seq.output_names), len(seq.outputs))]
-        self.outputs: list[TensorInfo] = [self._info(out_names[i], m) for i, m in enumerate(self._output_mrt)]
+        self.outputs: list[TensorInfo] = [self._info(out_names[i], m) for i, m in enumerate(output_mrt)]
         """Every model output, in the order run() returns them."""
+        self._slot_inputs = list(slots)
+        """The model input index of each input binding slot, in slot order (the order of the
+        arrays an execution's prepared run takes); `_slot_infos` their TensorInfos."""
+        self._slot_infos = [self.inputs[i] for i in self._slot_inputs]
+        self._in_order = self._slot_inputs == list(range(len(self.inputs)))
+        self._byte_outputs = [(k, info) for k, (m, info) in enumerate(zip(output_mrt, self.outputs))
+                              if not self._schedule.is_tensor[m]]
+        """Outputs held in buffers: the prepared run returns their bytes."""
         self._pool: list[Execution] = [self._schedule.execution()]
         self._lock = threading.Lock()
 
@@ -88,18 +95,13 @@ class Model:
         arrays = self._check(inputs)
         execution = self._acquire()
         try:
-            queue = self.device.queue
-            for mrt, array in zip(self._input_mrt, arrays):
-                res = execution.host[mrt]
-                if isinstance(res, hal.Tensor):
-                    queue.write_tensor(res, array)
-                else:
-                    queue.write_buffer(res, array)
-            queue.submit([execution.command_buffer]).wait()
-            return [self._read(execution, mrt, info) for mrt, info in zip(self._output_mrt, self.outputs)]
+            outputs = execution.prepared.run(arrays)
         finally:
             with self._lock:
                 self._pool.append(execution)
+        for k, info in self._byte_outputs:
+            outputs[k] = outputs[k].view(info.dtype).reshape(info.shape)
+        return outputs
 
     def __call__(self, inputs: Inputs) -> list[np.ndarray]:
         return self.run(inputs)
@@ -112,32 +114,33 @@ class Model:
             raise HalError("the model was closed")
         return self._schedule.execution()
 
-    def _read(self, execution: Execution, mrt: int, info: TensorInfo) -> np.ndarray:
-        res = execution.host[mrt]
-        if isinstance(res, hal.Tensor):
-            return self.device.queue.read_tensor(res)
-        return self.device.queue.read_buffer(res).view(info.dtype).reshape(info.shape)
-
     def _check(self, inputs: Inputs) -> list[np.ndarray]:
-        """The live inputs, in interface order, checked and converted (never in place)."""
-        live = [info for info in self.inputs if info.live]
-        if isinstance(inputs, Mapping):
-            names = [info.name for info in self.inputs]
-            unknown = [k for k in inputs if k not in names]
-            missing = [info.name for info in live if info.name not in inputs]
-            if unknown or missing:
-                raise ModelInputError(f"inputs by name: expected {names}; unknown {unknown}, missing {missing}")
-            given = [inputs[info.name] for info in live]
+        """The live inputs, in input binding slot order, checked and converted (never in place)."""
+        if isinstance(inputs, np.ndarray):
+            given = self._by_position([inputs])
+        elif isinstance(inputs, (list, tuple)):  # the usual case first: no ABC checks
+            given = self._by_position(inputs)
+        elif isinstance(inputs, Mapping):
+            given = self._by_name(inputs)
+        elif isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
+            raise ModelInputError(f"inputs must be a list or a dict of arrays, got {type(inputs).__name__}")
         else:
-            if isinstance(inputs, np.ndarray):
-                inputs = [inputs]
-            if isinstance(inputs, (str, bytes)) or not isinstance(inputs, Sequence):
-                raise ModelInputError(f"inputs must be a list or a dict of arrays, got {type(inputs).__name__}")
-            if len(inputs) != len(self.inputs):
-                raise ModelInputError(f"expected {len(self.inputs)} inputs "
-                                      f"({', '.join(i.name for i in self.inputs)}), got {len(inputs)}")
-            given = [x for x, info in zip(inputs, self.inputs) if info.live]
-        return [_conform(info, x) for info, x in zip(live, given)]
+            given = self._by_position(inputs)
+        return [_conform(info, x) for info, x in zip(self._slot_infos, given)]
+
+    def _by_position(self, inputs: Sequence[object]) -> Sequence[object]:
+        if len(inputs) != len(self.inputs):
+            raise ModelInputError(f"expected {len(self.inputs)} inputs "
+                                  f"({', '.join(i.name for i in self.inputs)}), got {len(inputs)}")
+        return inputs if self._in_order else [inputs[i] for i in self._slot_inputs]
+
+    def _by_name(self, inputs: Mapping[str, object]) -> list[object]:
+        names = [info.name for info in self.inputs]
+        unknown = [k for k in inputs if k not in names]
+        missing = [info.name for info in self.inputs if info.live and info.name not in inputs]
+        if unknown or missing:
+            raise ModelInputError(f"inputs by name: expected {names}; unknown {unknown}, missing {missing}")
+        return [inputs[info.name] for info in self._slot_infos]
 
     def close(self) -> None:
         """Free the device, everything the model created on it, and its adapter."""
@@ -159,7 +162,7 @@ class Model:
 
 
 def _input_slots(slots: Sequence[BindingSlot], count: int) -> dict[int, int]:
-    """Model input index -> MRT index of its binding slot.
+    """Model input index -> MRT index of its binding slot, in slot order.
 
     A slot list as long as the input names maps by position. A shorter one means the converter
     dropped dead inputs; each remaining slot's binding is then the index of its model input, as

@@ -4,8 +4,10 @@
 shares: shader modules, descriptor set layouts, pipeline layouts and one pipeline per segment,
 with the graph constants bound as zero-copy views of the file. `Schedule.execution()` creates
 what one run in flight needs: the resources (memory shared within each alias group), descriptor
-sets, data graph sessions and the command buffer that dispatches every segment in order with a
-barrier between segments. Nothing here depends on input values.
+sets, data graph sessions, the command buffer that dispatches every segment in order with a
+barrier between segments, and that command buffer prepared to run between the writes of the
+model's inputs and the reads of its outputs (`hal.PreparedRun`). Nothing here depends on input
+values.
 
 Where the device prefers device-local memory (a discrete GPU: `Device.prefers_device_local`),
 every resource and session memory is device-local, and each model input and output also gets a
@@ -53,7 +55,9 @@ class _SegmentPlan:
 
 
 class Execution:
-    """The resources, descriptor sets, sessions and command buffer of one run in flight."""
+    """The resources, descriptor sets, sessions and command buffer of one run in flight, and
+    `prepared`: the run itself, taking one array per input binding slot and returning one per
+    output slot, in the sequence's slot order (a buffer output as its bytes)."""
 
     def __init__(self, schedule: Schedule):
         device = self.device = schedule.device
@@ -106,6 +110,9 @@ class Execution:
             for i in schedule.outputs:
                 self._copy(encoder, self.resources[i], self.host[i])
         self.command_buffer = encoder.finish()
+        seq = schedule.vgf.sequence
+        self.prepared = device.prepare_run(self.command_buffer, [self.host[s.mrt_index] for s in seq.inputs],
+                                           [self.host[s.mrt_index] for s in seq.outputs], label="model run")
 
     def _staging(self, resource: hal.Tensor | hal.Buffer, index: int) -> hal.Tensor | hal.Buffer:
         """A host-visible resource of the same layout as `resource`, for copies to and from it."""

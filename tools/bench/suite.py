@@ -219,7 +219,8 @@ def pyvgf_steady(model: BenchModel, backend: str, repeat: int) -> tuple[Timing, 
 
 def pyvgf_dispatch(model: BenchModel, repeat: int) -> Timing:
     """The vulkan backend's dispatch alone: the command buffer of one run (runtime.schedule),
-    inputs written once, resubmitted and waited for `repeat` times with no host transfers."""
+    inputs written once, then run `repeat` times as Model.run runs it (a hal.PreparedRun: submit,
+    fence wait and reset) with no host transfers."""
     from pyvgf import hal
     from pyvgf.format import read
     from pyvgf.runtime.schedule import Schedule
@@ -236,7 +237,8 @@ def pyvgf_dispatch(model: BenchModel, repeat: int) -> Timing:
                     device.queue.write_tensor(target, x)
                 else:
                     device.queue.write_buffer(target, x)
-            timing, _ = timed(lambda: device.queue.submit([execution.command_buffer]).wait(), repeat)
+            bare = device.prepare_run(execution.command_buffer, [], [])
+            timing, _ = timed(lambda: bare.run([]), repeat)
             return timing
         finally:
             device.destroy()

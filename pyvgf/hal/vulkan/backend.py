@@ -6,7 +6,8 @@ spec/vulkan-backend.md maps every HAL call to the Vulkan calls it makes.
 
 Threads: the command pool and the queue are externally synchronised in Vulkan, so a command
 encoder records into a Python list and replays it into a VkCommandBuffer in `finish()` under
-the device's lock; `Queue.submit` and fence bookkeeping hold the queue's lock.
+the device's lock; `Queue.submit`, a prepared run's vkQueueSubmit and fence bookkeeping hold the
+queue's lock.
 """
 
 from __future__ import annotations
@@ -176,6 +177,11 @@ class VulkanDevice(hal.Device):
 
     def _create_command_encoder(self, label):
         return VulkanCommandEncoder(self, label)
+
+    def _prepare_run(self, command_buffer, inputs, outputs, label):
+        if all(_host_view(r) is not None for r in (*inputs, *outputs)):
+            return VulkanPreparedRun(self, command_buffer, inputs, outputs, label)
+        return super()._prepare_run(command_buffer, inputs, outputs, label)
 
     def live_objects(self) -> dict[str, int]:
         """Vulkan objects of this device not yet destroyed, by type (for leak checks)."""
@@ -446,15 +452,82 @@ class VulkanFence(hal.Fence):
         return self._submission.wait(timeout)
 
 
+def _host_view(resource: hal.Tensor | hal.Buffer) -> np.ndarray | None:
+    """A writable numpy view of a resource in mapped memory (typed for a LINEAR tensor, bytes
+    for a buffer), or None when the host reaches it only through a staging copy."""
+    if isinstance(resource, VulkanTensor):
+        linear = resource.description.tiling == hal.TensorTiling.LINEAR
+        return resource.array() if linear and resource.mapped else None
+    return resource.vk.array() if resource.vk.memory.mapped is not None else None
+
+
+class VulkanPreparedRun(hal.PreparedRun):
+    """A prepared run whose inputs and outputs all live in mapped memory: persistent numpy views
+    of them, the command buffer's VkSubmitInfo and a fence of its own, made once. A run is one
+    numpy copy per input, vkQueueSubmit, vkWaitForFences, vkResetFences and one numpy copy per
+    output."""
+
+    def __init__(self, device: VulkanDevice, command_buffer, inputs, outputs, label=""):
+        super().__init__(device, command_buffer, inputs, outputs, label)
+        self._writes = [(_host_view(r), isinstance(r, hal.Tensor)) for r in inputs]
+        self._reads = [_host_view(r) for r in outputs]
+        self._buffers = [command_buffer.vk]
+        self._fence = commands.Fence(device.ctx)
+        self._in_flight = False
+        """True from vkQueueSubmit until the fence is reset (a run interrupted between the two
+        leaves it True: the next run, or destroy(), waits first)."""
+        queue: VulkanQueue = device.queue
+        with queue._lock:
+            queue._runs.append(self)
+
+    def _run(self, arrays):
+        queue: VulkanQueue = self.device.queue
+        if queue._pending:
+            queue._finish_submissions()
+        if self._in_flight:
+            self._finish()
+        for (view, is_tensor), data in zip(self._writes, arrays):
+            if is_tensor:
+                view[...] = data
+            else:
+                view[: data.size] = data
+        with queue._lock:
+            commands.submit(self.device.ctx, self._buffers, self._fence)
+        self._in_flight = True
+        self._finish()
+        return [view.copy() for view in self._reads]
+
+    def _finish(self) -> None:
+        self._fence.wait_for(None)
+        self._fence.reset()
+        self._in_flight = False
+
+    def wait_idle(self) -> None:
+        """Return once no run of this PreparedRun is in flight."""
+        with self._lock:
+            if self._in_flight:
+                self._finish()
+
+    def _destroy(self) -> None:
+        queue: VulkanQueue = self.device.queue
+        with queue._lock:
+            queue._runs.remove(self)
+        with self._lock:
+            if self._in_flight and self.device.ctx.device is not None:
+                self._finish()
+            self._fence.destroy()
+
+
 class VulkanQueue(hal.Queue):
     """The device's VkQueue. A host read or write first waits for every submission made
-    before it (the HAL's synchronous transfer rule)."""
+    before it, prepared runs' included (the HAL's synchronous transfer rule)."""
 
     def __init__(self, device: VulkanDevice):
         super().__init__(device)
         self._lock = threading.Lock()
         self._pending: list[_Submission] = []
         self._free: list[commands.Fence] = []
+        self._runs: list[VulkanPreparedRun] = []
 
     def _submit(self, command_buffers):
         for cb in command_buffers:
@@ -484,11 +557,19 @@ class VulkanQueue(hal.Queue):
                 self._free.append(sub.fence)
                 sub.fence = None
 
-    def _finish_earlier_work(self) -> None:
+    def _finish_submissions(self) -> None:
+        """Wait for every `submit` made before (prepared runs apart)."""
         with self._lock:
             pending = list(self._pending)
         for sub in pending:
             sub.wait(None)
+
+    def _finish_earlier_work(self) -> None:
+        self._finish_submissions()
+        with self._lock:
+            runs = list(self._runs)
+        for run in runs:
+            run.wait_idle()
 
     def _write_tensor(self, tensor, data):
         self._finish_earlier_work()

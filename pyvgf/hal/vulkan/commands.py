@@ -5,13 +5,15 @@ from __future__ import annotations
 from ...errors import HalError
 from . import _ffi
 from ._ffi import ffi
-from ._vk import call, new_array, new_struct, result_name, to_arm, vk
+from ._vk import call, check, new_array, new_struct, result_name, to_arm, vk
 from .context import VulkanContext
 from .pipelines import ComputePipeline, DataGraphPipeline, DataGraphSession, DescriptorSet, PipelineLayout
 from .tensors import Buffer, Tensor
 
 GRAPH_STAGE = _ffi.PIPELINE_STAGE_2_DATA_GRAPH_BIT_ARM
 GRAPH_ACCESS = _ffi.ACCESS_2_DATA_GRAPH_READ_BIT_ARM | _ffi.ACCESS_2_DATA_GRAPH_WRITE_BIT_ARM
+FOREVER = 0xFFFFFFFFFFFFFFFF
+"""vkWaitForFences timeout: no timeout."""
 
 
 def _stages() -> tuple[int, int, int, int]:
@@ -29,7 +31,8 @@ def _stages() -> tuple[int, int, int, int]:
 
 
 class CommandBuffer:
-    """A primary command buffer from the context's pool, recorded once and submitted often."""
+    """A primary command buffer from the context's pool, recorded once and submitted often
+    (`submit_info`: the VkSubmitInfo of it alone, made once)."""
 
     def __init__(self, ctx: VulkanContext):
         mod = vk()
@@ -40,6 +43,9 @@ class CommandBuffer:
         self.handle = call("vkAllocateCommandBuffers", mod.vkAllocateCommandBuffers, ctx.device, info)[0]
         ctx.live.add("VkCommandBuffer", 1)
         self._recording = False
+        self._handles = mod.ffi.new("VkCommandBuffer[1]", [self.handle])
+        self.submit_info = mod.ffi.new("VkSubmitInfo*", {"sType": mod.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                                         "commandBufferCount": 1, "pCommandBuffers": self._handles})
 
     def begin(self) -> None:
         mod = vk()
@@ -171,25 +177,27 @@ class CommandBuffer:
 
 
 class Fence:
-    """A VkFence signalled when a submission finishes."""
+    """A VkFence signalled when a submission finishes. Waits and resets call the driver through
+    raw cffi with a handle array made once: they run on every inference."""
 
     def __init__(self, ctx: VulkanContext):
         mod = vk()
         self.ctx = ctx
+        self._lib = mod.lib
         self.handle = call("vkCreateFence", mod.vkCreateFence, ctx.device, mod.VkFenceCreateInfo(), None)
+        self._handles = mod.ffi.new("VkFence[1]", [self.handle])
         ctx.live.add("VkFence", 1)
 
     def wait_for(self, timeout_s: float | None = None) -> bool:
         """Block until signalled (True) or `timeout_s` seconds pass (False); HalError when the
         device is lost."""
-        mod = vk()
-        timeout = 0xFFFFFFFFFFFFFFFF if timeout_s is None else max(0, int(timeout_s * 1e9))
-        result = mod.lib.vkWaitForFences(self.ctx.device, 1, [self.handle], mod.VK_TRUE, timeout)
-        if result == mod.VK_TIMEOUT:
+        timeout = FOREVER if timeout_s is None else max(0, int(timeout_s * 1e9))
+        result = self._lib.vkWaitForFences(self.ctx.device, 1, self._handles, 1, timeout)
+        if result == 0:  # VK_SUCCESS
+            return True
+        if result == vk().VK_TIMEOUT:
             return False
-        if result != mod.VK_SUCCESS:
-            raise HalError(f"vkWaitForFences failed: {result_name(result)} ({result})")
-        return True
+        raise HalError(f"vkWaitForFences failed: {result_name(result)} ({result})")
 
     def wait(self, timeout_s: float | None = None) -> None:
         """Block until signalled; HalError on timeout or device loss."""
@@ -197,11 +205,10 @@ class Fence:
             raise HalError(f"the Vulkan submission did not finish within {timeout_s} s")
 
     def signalled(self) -> bool:
-        mod = vk()
-        return mod.lib.vkGetFenceStatus(self.ctx.device, self.handle) == mod.VK_SUCCESS
+        return self._lib.vkGetFenceStatus(self.ctx.device, self.handle) == 0  # VK_SUCCESS
 
     def reset(self) -> None:
-        vk().vkResetFences(self.ctx.device, 1, [self.handle])
+        check(self._lib.vkResetFences(self.ctx.device, 1, self._handles), "vkResetFences")
 
     def destroy(self) -> None:
         if self.handle is not None and self.ctx.device is not None:
@@ -214,9 +221,12 @@ def submit(ctx: VulkanContext, buffers: list[CommandBuffer], fence: Fence) -> No
     """vkQueueSubmit the recorded command buffers; `fence` is signalled when they finish."""
     mod = vk()
     # Raw cffi, not the `vulkan` package's struct wrappers: this runs on every inference.
-    handles = mod.ffi.new("VkCommandBuffer[]", [b.handle for b in buffers])
-    info = mod.ffi.new("VkSubmitInfo*", {"sType": mod.VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                                         "commandBufferCount": len(buffers), "pCommandBuffers": handles})
+    if len(buffers) == 1:
+        info = buffers[0].submit_info
+    else:
+        handles = mod.ffi.new("VkCommandBuffer[]", [b.handle for b in buffers])
+        info = mod.ffi.new("VkSubmitInfo*", {"sType": mod.VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                             "commandBufferCount": len(buffers), "pCommandBuffers": handles})
     result = mod.lib.vkQueueSubmit(ctx.queue, 1, info, fence.handle)
-    if result != mod.VK_SUCCESS:
+    if result != 0:  # VK_SUCCESS
         raise HalError(f"vkQueueSubmit failed: {result_name(result)} ({result})")
