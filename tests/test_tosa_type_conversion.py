@@ -266,3 +266,29 @@ def test_rescale_int32_on_both_sides_of_the_float64_limit(magnitude, out_dtype, 
     want = _rescale_by_integers(value, mult, shift, 0, ozp, int(info.min), int(info.max))
     assert got.dtype == out_dtype
     np.testing.assert_array_equal(got.astype(np.int64), want)
+
+
+@pytest.mark.parametrize("magnitude", [2**21, 2**23, 2**31 - 2**20],
+                         ids=["float64-exact", "past-float64", "past-int32-with-bias"])
+def test_rescale_from_a_convolution_accumulator_equals_rescale_of_its_int32_result(magnitude):
+    """The fused form (float accumulator + bias) gives RESCALE of the int32 tensor they make,
+    or declines (None) where it could not be exact."""
+    from pyvgf.tosa.type_conversion import _rescale_accumulated, rescale
+
+    rng = np.random.default_rng(magnitude)
+    mult = np.array([2**31 - 1, 1 << 30, 1518500250], np.int32)
+    shift = np.array([40, 31, 38], np.int8)
+    bias = np.array([2**20, -(2**20), 77], np.int32)
+    acc = rng.integers(-magnitude, magnitude, (2, 3, 5, 3), endpoint=True)
+    acc[0, 0, 0] = [magnitude, -magnitude, 1]
+    acc[0, 0, 1] = [3, -3, 5]
+    operands = dict(scale32=True, rounding_mode=1, per_channel=True, input_unsigned=False,
+                    output_unsigned=False, multiplier=mult, shift=shift,
+                    input_zp=np.zeros(1, np.int32), output_zp=np.array([-3], np.int8))
+    fused = _rescale_accumulated(acc=acc.astype(np.float64), bias=bias, **operands)
+    if magnitude >= 2**23:  # v * m + k may reach 2**53, or acc + bias leave int32
+        assert fused is None
+        return
+    want = rescale(input=(acc + bias).astype(np.int32), **operands)
+    assert fused.dtype == want.dtype == np.int8
+    np.testing.assert_array_equal(fused, want)

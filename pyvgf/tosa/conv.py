@@ -26,7 +26,6 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from . import checking as ck
-from . import parallel
 from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
 from .kernels import (
     F32,
@@ -90,11 +89,15 @@ def _matrix(weight: np.ndarray, weight_zp: int, dtype: np.dtype,
 
 class Epilogue(Protocol):
     """What the interpreter fuses into a convolution: a band of its result -> that band of the
-    final result, of element type `dtype`; it may overwrite the band it is given."""
+    final result, of element type `dtype`; it may overwrite the band it is given.
+    `from_accumulator` may make the final band of an integer convolution straight from the
+    float accumulator and the bias (None: it cannot)."""
 
     dtype: np.dtype
 
     def __call__(self, band: np.ndarray) -> np.ndarray: ...
+
+    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray) -> np.ndarray | None: ...
 
 
 class _Result:
@@ -118,22 +121,21 @@ class _Result:
 
     def put(self, first: int, acc: np.ndarray) -> None:
         """Rows first.. of the result from their accumulator band (which this may overwrite)."""
-        band = _finish(acc, self.bias, self.out_dtype)
-        if self.epilogue is not None:
-            band = self.epilogue(band)
+        band = None
+        if self.epilogue is not None and not ck.is_float(self.out_dtype):
+            band = self.epilogue.from_accumulator(acc, self.bias)
+        if band is None:
+            band = _finish(acc, self.bias, self.out_dtype)
+            if self.epilogue is not None:
+                band = self.epilogue(band)
         if band.base is not self.array:  # not finished in place in the result (`target`)
             self.array[:, first:first + band.shape[1]] = band
 
     def finish(self, acc: np.ndarray) -> np.ndarray:
         """The result from the whole accumulator (the result itself when `direct`), a band of
-        rows at a time, the rows split over threads."""
-        row_bytes = 2 * acc.nbytes // max(1, acc.shape[1])
-
-        def work(first: int, stop: int) -> None:
-            for start, end in bands(first, stop, row_bytes):
-                self.put(start, acc[:, start:end])
-
-        parallel.split(acc.shape[1], row_bytes, work)
+        rows at a time."""
+        for start, end in bands(0, acc.shape[1], 2 * acc.nbytes // max(1, acc.shape[1])):
+            self.put(start, acc[:, start:end])
         return self.array
 
 
@@ -187,8 +189,15 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
         return result.finish(acc)
     xp = padded(input, dtype, pads, izp)
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
-        acc = _gemm(xp.reshape(-1, xp.shape[-1]), wmat, result.target(0, out_size[0]))
-        return result.finish(acc.reshape(n, *out_size, oc))
+        if result.direct:  # one GEMM into the result, finished in place
+            acc = _gemm(xp.reshape(-1, xp.shape[-1]), wmat, result.target(0, out_size[0]))
+            return result.finish(acc.reshape(n, *out_size, oc))
+        # A type change follows: bands of one GEMM each, their temporaries reused in cache.
+        row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
+        for first, stop in bands(0, out_size[0], row_bytes, POINTWISE_BAND_BYTES):
+            cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
+            result.put(first, (cols @ wmat).reshape(n, stop - first, *out_size[1:], oc))
+        return result.array
     # Bands of output rows: each band's patch matrix is small enough to stay in cache.
     row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
     for first, stop in bands(0, out_size[0], row_bytes):
@@ -224,6 +233,10 @@ def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp:
     """3-D convolution: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC], pad [d0,d1,top,...]."""
     return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation, epilogue)
 
+
+POINTWISE_BAND_BYTES = 1 << 20
+"""Band size of a 1x1 convolution's accumulator and epilogue temporaries when a type change
+(RESCALE) follows."""
 
 DEPTHWISE_BAND_BYTES = 1 << 21
 """Band size of a depthwise convolution's accumulator and temporary."""
@@ -274,13 +287,9 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                          lambda: np.tile(wtaps, (1, out_size[1])))
         rows_of = partial(_depthwise_runs, xp, tiled, (kh, kw), stride, dilation)
     row_bytes = 2 * n * out_size[1] * channels * mult * dtype.itemsize
-
-    def work(first: int, stop: int) -> None:
-        for start, end in bands(first, stop, row_bytes, DEPTHWISE_BAND_BYTES):
-            acc = rows_of(start, end, result.target(start, end))
-            result.put(start, acc.reshape(n, end - start, out_size[1], channels * mult))
-
-    parallel.split(out_size[0], row_bytes, work)
+    for start, end in bands(0, out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
+        acc = rows_of(start, end, result.target(start, end))
+        result.put(start, acc.reshape(n, end - start, out_size[1], channels * mult))
     return result.array
 
 

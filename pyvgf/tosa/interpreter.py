@@ -72,11 +72,25 @@ class _Epilogue:
     `dtype` is the element type of the last op's result."""
 
     def __init__(self, chain: Sequence[tuple[Node, OpDef, dict[str, object]]]):
-        self.chain = tuple((node, opdef.inplace or opdef.fn, static) for node, opdef, static in chain)
+        self.chain = tuple(chain)
         self.dtype = _types(chain[-1][0])[0].dtype
 
     def __call__(self, band: np.ndarray) -> np.ndarray:
-        for node, fn, static in self.chain:
+        return self._rest(band, 0)
+
+    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray) -> np.ndarray | None:
+        """The finished band from an integer convolution's float accumulator and bias, when
+        the first op has that form and it can be exact; else None."""
+        node, opdef, static = self.chain[0]
+        form = opdef.from_accumulator
+        if form is None:
+            return None
+        band = _guard(node, lambda: form(acc=acc, bias=bias, **static))
+        return None if band is None else self._rest(band, 1)  # type: ignore[arg-type]
+
+    def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
+        for node, opdef, static in self.chain[start:]:
+            fn = opdef.inplace or opdef.fn
             band = _guard(node, lambda: fn(input=band, **static))  # type: ignore[assignment]
         return band
 

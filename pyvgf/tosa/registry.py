@@ -19,6 +19,10 @@ Call convention (the graph interpreter relies on it):
     its result, so the interpreter may fuse it into its producer as that epilogue.
     `@fn.inplace` registers its form for temporaries: the same result, computed into `input`
     where the result dtype allows (the interpreter uses it on the bands a producer hands over).
+    `@fn.from_accumulator` registers, for an op fused after an integer convolution, its form
+    taking the convolution's float accumulator (exact integers) and bias in place of the int32
+    tensor they make: `form(acc=..., bias=..., **other operands)` returns the same result, or
+    None where it cannot be exact (the int32 tensor is then made).
   * The function returns one numpy array (a tuple of arrays for FFT2D and RFFT2D) whose dtype
     and shape are exactly the result type the graph declares. Operands are read-only: never
     modify them (constants are shared by every run).
@@ -44,6 +48,7 @@ class OpDef:
     check: OpFn | None = None
     bandwise: bool = False
     inplace: OpFn | None = None
+    from_accumulator: OpFn | None = None
 
 
 OPS: dict[str, OpDef] = {}
@@ -65,8 +70,13 @@ def tosa_op(name: str, *, bandwise: bool = False) -> Callable[[OpFn], OpFn]:
             opdef.inplace = form
             return form
 
+        def from_accumulator(form: OpFn) -> OpFn:
+            opdef.from_accumulator = form
+            return form
+
         fn.check = check  # type: ignore[attr-defined]
         fn.inplace = inplace  # type: ignore[attr-defined]
+        fn.from_accumulator = from_accumulator  # type: ignore[attr-defined]
         return fn
 
     return register

@@ -160,7 +160,7 @@ class _Scale32:
         self.widest = int(np.abs(self.mult).max(initial=0))
         self.scale = np.ldexp(self.mult.astype(np.float64), -self.shifts)
         self.offset = 0.5 - izp * self.scale + ozp  # k / 2**s, each term exact under the bound
-        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self._rows: dict[object, tuple[np.ndarray, np.ndarray]] = {}
 
     def _along(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """x as float64 rows of its last two axes, and the factors repeated to match."""
@@ -171,6 +171,33 @@ class _Scale32:
         if tiled is None:
             tiled = self._rows[reps] = (np.tile(self.scale, reps), np.tile(self.offset, reps))
         return x.reshape(-1, reps * x.shape[-1]).astype(np.float64), *tiled
+
+    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
+                         out_dtype: np.dtype) -> np.ndarray | None:
+        """RESCALE of the int32 tensor acc + bias (acc a float array of exact integers, bias
+        per channel) without making it: the bias joins the per-channel offset. None when
+        acc + bias may leave int32 or some v * m + k reach 2**53."""
+        if acc.ndim < 2 or acc.size == 0 or not acc.flags.c_contiguous:
+            return None
+        biases = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), acc.shape[-1:])
+        value = max(-float(acc.min()), float(acc.max())) + int(np.abs(biases).max())
+        reach = ((1 << (self.top - 1)) + (abs(self.izp) + value) * self.widest
+                 + (abs(self.ozp) << self.top))
+        if value >= 2**31 or reach >= 2**53:
+            return None
+        reps = acc.shape[-2]
+        key = (reps, biases.tobytes())
+        factors = self._rows.get(key)
+        if factors is None:
+            scale = np.broadcast_to(self.scale, biases.shape)
+            factors = self._rows[key] = (np.tile(scale, reps),
+                                         np.tile(self.offset + biases * scale, reps))
+        rows = acc.reshape(-1, reps * acc.shape[-1]).astype(np.float64)
+        rows *= factors[0]
+        rows += factors[1]
+        np.floor(rows, out=rows)
+        np.clip(rows, int_min(out_dtype), int_max(out_dtype), out=rows)
+        return rows.astype(out_dtype).reshape(acc.shape)
 
     def apply(self, input: np.ndarray, out_dtype: np.dtype) -> np.ndarray:  # noqa: A002
         lo, hi = int_min(out_dtype), int_max(out_dtype)
@@ -193,6 +220,36 @@ class _Scale32:
                 value += self.ozp
         np.clip(value, lo, hi, out=value)
         return value.astype(out_dtype).reshape(input.shape)
+
+
+@rescale.from_accumulator
+def _rescale_accumulated(
+    *,
+    acc: np.ndarray,
+    bias: np.ndarray,
+    scale32: bool,
+    rounding_mode: int,
+    per_channel: bool,
+    input_unsigned: bool,
+    output_unsigned: bool,
+    multiplier: np.ndarray,
+    shift: np.ndarray,
+    input_zp: np.ndarray,
+    output_zp: np.ndarray,
+) -> np.ndarray | None:
+    """RESCALE of a convolution's int32 result acc + bias, from its float accumulator (exact
+    integers): the common case only, when acc + bias stays within int32."""
+    if not scale32 or rounding_mode == DOUBLE_ROUND or input_unsigned or output_unsigned:
+        return None
+    out_dtype = np.asarray(output_zp).dtype
+    izp = _zero_point(input_zp, np.asarray(input_zp).dtype, False)
+    ozp = _zero_point(output_zp, out_dtype, False)
+    scaling = prepared(
+        multiplier,
+        ("rescale32", per_channel, np.asarray(shift).tobytes(), izp, ozp),
+        lambda: _Scale32(multiplier, shift, per_channel, izp, ozp),
+    )
+    return scaling.from_accumulator(acc, bias, out_dtype)
 
 
 def _magnitude(x: np.ndarray) -> int:
