@@ -285,7 +285,7 @@ def test_rescale_from_a_convolution_accumulator_equals_rescale_of_its_int32_resu
     operands = dict(scale32=True, rounding_mode=1, per_channel=True, input_unsigned=False,
                     output_unsigned=False, multiplier=mult, shift=shift,
                     input_zp=np.zeros(1, np.int32), output_zp=np.array([-3], np.int8))
-    fused = _rescale_accumulated(acc=acc.astype(np.float64), bias=bias, **operands)
+    fused = _rescale_accumulated(**operands)(acc.astype(np.float64), bias)
     if magnitude >= 2**23:  # v * m + k may reach 2**53, or acc + bias leave int32
         assert fused is None
         return

@@ -2,8 +2,10 @@
 
 Integer convolutions subtract the zero points and accumulate exactly (int8 x int8 and int8 x int4
 into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
-round once to the output type. All run as an im2col patch matrix times the weight matrix in BLAS
-(see kernels.py for why the integer ones stay bit-exact), depthwise as one multiply-add per tap.
+round once to the output type. CONV2D, CONV3D and TRANSPOSE_CONV2D run as a patch matrix times
+the weight matrix in BLAS (see kernels.py for why the integer ones stay bit-exact);
+DEPTHWISE_CONV2D as one multiply-add per tap along whole rows of OW * C values (few channels) or
+one einsum over the sliding windows (many).
 
 Each works a band of output rows at a time: the band's patches, accumulator, bias and output
 type stay in cache, and so does the `epilogue` the interpreter may fuse in (a CLAMP or RESCALE
@@ -39,7 +41,6 @@ from .kernels import (
     padded,
     prepared,
     scalar,
-    taps,
 )
 from .registry import tosa_op
 

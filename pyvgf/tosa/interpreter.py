@@ -74,6 +74,9 @@ class _Epilogue:
     def __init__(self, chain: Sequence[tuple[Node, OpDef, dict[str, object]]]):
         self.chain = tuple(chain)
         self.dtype = _types(chain[-1][0])[0].dtype
+        node, opdef, static = chain[0]
+        factory = opdef.from_accumulator
+        self._accumulated = None if factory is None else _guard(node, lambda: factory(**static))
 
     def __call__(self, band: np.ndarray) -> np.ndarray:
         return self._rest(band, 0)
@@ -81,11 +84,10 @@ class _Epilogue:
     def from_accumulator(self, acc: np.ndarray, bias: np.ndarray) -> np.ndarray | None:
         """The finished band from an integer convolution's float accumulator and bias, when
         the first op has that form and it can be exact; else None."""
-        node, opdef, static = self.chain[0]
-        form = opdef.from_accumulator
+        form = self._accumulated
         if form is None:
             return None
-        band = _guard(node, lambda: form(acc=acc, bias=bias, **static))
+        band = _guard(self.chain[0][0], lambda: form(acc, bias))  # type: ignore[operator]
         return None if band is None else self._rest(band, 1)  # type: ignore[arg-type]
 
     def _rest(self, band: np.ndarray, start: int) -> np.ndarray:

@@ -109,12 +109,7 @@ def rescale(
     out_dtype = np.asarray(output_zp).dtype
     if scale32 and rounding_mode != DOUBLE_ROUND and not input_unsigned and not output_unsigned:
         izp, ozp = _zero_point(input_zp, in_dtype, False), _zero_point(output_zp, out_dtype, False)
-        scaling = prepared(
-            multiplier,
-            ("rescale32", per_channel, np.asarray(shift).tobytes(), izp, ozp),
-            lambda: _Scale32(multiplier, shift, per_channel, izp, ozp),
-        )
-        return scaling.apply(input, out_dtype)
+        return _scale32(multiplier, shift, per_channel, izp, ozp).apply(input, out_dtype)
     value = input.astype(np.int64)
     if input_unsigned:
         value &= (1 << (8 * in_dtype.itemsize)) - 1
@@ -134,6 +129,13 @@ def rescale(
         return wrap(scaled, out_dtype)
     np.clip(scaled, int_min(out_dtype), int_max(out_dtype), out=scaled)
     return scaled.astype(out_dtype)
+
+
+def _scale32(multiplier: np.ndarray, shift: np.ndarray, per_channel: bool, izp: int,
+             ozp: int) -> _Scale32:
+    """The prepared common case, made once per constant multiplier and shift."""
+    return prepared(multiplier, ("rescale32", per_channel, np.asarray(shift).tobytes(), izp, ozp),
+                    lambda: _Scale32(multiplier, shift, per_channel, izp, ozp))
 
 
 class _Scale32:
@@ -160,7 +162,7 @@ class _Scale32:
         self.widest = int(np.abs(self.mult).max(initial=0))
         self.scale = np.ldexp(self.mult.astype(np.float64), -self.shifts)
         self.offset = 0.5 - izp * self.scale + ozp  # k / 2**s, each term exact under the bound
-        self._rows: dict[object, tuple[np.ndarray, np.ndarray]] = {}
+        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def _along(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """x as float64 rows of its last two axes, and the factors repeated to match."""
@@ -171,33 +173,6 @@ class _Scale32:
         if tiled is None:
             tiled = self._rows[reps] = (np.tile(self.scale, reps), np.tile(self.offset, reps))
         return x.reshape(-1, reps * x.shape[-1]).astype(np.float64), *tiled
-
-    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
-                         out_dtype: np.dtype) -> np.ndarray | None:
-        """RESCALE of the int32 tensor acc + bias (acc a float array of exact integers, bias
-        per channel) without making it: the bias joins the per-channel offset. None when
-        acc + bias may leave int32 or some v * m + k reach 2**53."""
-        if acc.ndim < 2 or acc.size == 0 or not acc.flags.c_contiguous:
-            return None
-        biases = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), acc.shape[-1:])
-        value = max(-float(acc.min()), float(acc.max())) + int(np.abs(biases).max())
-        reach = ((1 << (self.top - 1)) + (abs(self.izp) + value) * self.widest
-                 + (abs(self.ozp) << self.top))
-        if value >= 2**31 or reach >= 2**53:
-            return None
-        reps = acc.shape[-2]
-        key = (reps, biases.tobytes())
-        factors = self._rows.get(key)
-        if factors is None:
-            scale = np.broadcast_to(self.scale, biases.shape)
-            factors = self._rows[key] = (np.tile(scale, reps),
-                                         np.tile(self.offset + biases * scale, reps))
-        rows = acc.reshape(-1, reps * acc.shape[-1]).astype(np.float64)
-        rows *= factors[0]
-        rows += factors[1]
-        np.floor(rows, out=rows)
-        np.clip(rows, int_min(out_dtype), int_max(out_dtype), out=rows)
-        return rows.astype(out_dtype).reshape(acc.shape)
 
     def apply(self, input: np.ndarray, out_dtype: np.dtype) -> np.ndarray:  # noqa: A002
         lo, hi = int_min(out_dtype), int_max(out_dtype)
@@ -222,11 +197,45 @@ class _Scale32:
         return value.astype(out_dtype).reshape(input.shape)
 
 
+class _FromAccumulator:
+    """RESCALE of an integer convolution's result acc + bias, taken from its float accumulator
+    (exact integers) and bias without making that int32 tensor: the bias joins the per-channel
+    offset. Declines (None) where acc + bias may leave int32 or some v * m + k reach 2**53."""
+
+    def __init__(self, scaling: _Scale32, out_dtype: np.dtype):
+        self.scaling, self.out_dtype = scaling, out_dtype
+        self._factors: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+
+    def _prepare(self, bias: np.ndarray, channels: int,
+                 reps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+        biases = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (channels,))
+        scale = np.broadcast_to(self.scaling.scale, (channels,))
+        offset = self.scaling.offset + biases * scale  # (k + bias * m) / 2**s, exact under the bound
+        return bias, np.tile(scale, reps), np.tile(offset, reps), int(np.abs(biases).max())
+
+    def __call__(self, acc: np.ndarray, bias: np.ndarray) -> np.ndarray | None:
+        if acc.ndim < 2 or acc.size == 0 or not acc.flags.c_contiguous:
+            return None
+        reps, s = acc.shape[-2], self.scaling
+        entry = self._factors.get((reps, id(bias)))
+        if entry is None or entry[0] is not bias:
+            entry = self._factors[(reps, id(bias))] = self._prepare(bias, acc.shape[-1], reps)
+        _, scale, offset, widest_bias = entry
+        value = max(-float(acc.min()), float(acc.max())) + widest_bias
+        reach = (1 << (s.top - 1)) + (abs(s.izp) + value) * s.widest + (abs(s.ozp) << s.top)
+        if value >= 2**31 or reach >= 2**53:
+            return None
+        rows = acc.reshape(-1, reps * acc.shape[-1]).astype(np.float64)
+        rows *= scale
+        rows += offset
+        np.floor(rows, out=rows)
+        np.clip(rows, int_min(self.out_dtype), int_max(self.out_dtype), out=rows)
+        return rows.astype(self.out_dtype).reshape(acc.shape)
+
+
 @rescale.from_accumulator
 def _rescale_accumulated(
     *,
-    acc: np.ndarray,
-    bias: np.ndarray,
     scale32: bool,
     rounding_mode: int,
     per_channel: bool,
@@ -236,20 +245,15 @@ def _rescale_accumulated(
     shift: np.ndarray,
     input_zp: np.ndarray,
     output_zp: np.ndarray,
-) -> np.ndarray | None:
-    """RESCALE of a convolution's int32 result acc + bias, from its float accumulator (exact
-    integers): the common case only, when acc + bias stays within int32."""
+) -> _FromAccumulator | None:
+    """RESCALE fused after an integer convolution, prepared at plan time: the common case
+    only (scale32, single rounding, signed)."""
     if not scale32 or rounding_mode == DOUBLE_ROUND or input_unsigned or output_unsigned:
         return None
     out_dtype = np.asarray(output_zp).dtype
     izp = _zero_point(input_zp, np.asarray(input_zp).dtype, False)
     ozp = _zero_point(output_zp, out_dtype, False)
-    scaling = prepared(
-        multiplier,
-        ("rescale32", per_channel, np.asarray(shift).tobytes(), izp, ozp),
-        lambda: _Scale32(multiplier, shift, per_channel, izp, ozp),
-    )
-    return scaling.from_accumulator(acc, bias, out_dtype)
+    return _FromAccumulator(_scale32(multiplier, shift, per_channel, izp, ozp), out_dtype)
 
 
 def _magnitude(x: np.ndarray) -> int:
