@@ -73,6 +73,8 @@ class _Epilogue:
 
     def __init__(self, chain: Sequence[tuple[Node, OpDef, dict[str, object]]]):
         self.chain = tuple(chain)
+        self.ops = tuple(node.op for node, _, _ in chain)
+        """The fused ops' names, in order."""
         self.dtype = _types(chain[-1][0])[0].dtype
         node, opdef, static = chain[0]
         factory = opdef.from_accumulator
@@ -97,7 +99,7 @@ class _Epilogue:
         return band
 
     def __repr__(self) -> str:
-        return "_Epilogue(" + " -> ".join(node.op for node, _, _ in self.chain) + ")"
+        return "_Epilogue(" + " -> ".join(self.ops) + ")"
 
 
 @dataclass(frozen=True)

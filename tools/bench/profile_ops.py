@@ -1,26 +1,50 @@
-"""Where pyvgf cpu spends a model's run: time per TOSA operator, from cProfile.
+"""Where pyvgf cpu spends a model's run: wall time per planned step, by operator.
 
-    python tools/bench/profile_ops.py mobilenet_v2_fp32 [--runs 5] [--threads 1] [--models-dir DIR]
+    python tools/bench/profile_ops.py mobilenet_v2_fp32 [--runs 20] [--threads 1] [--models-dir DIR]
 
-Prints, for each TOSA operator, the time inside its implementation per run (cProfile's
-cumulative time of the registered function, so profiler overhead included) and its share,
-then the interpreter's own time around them.
+Every registered operator function is wrapped in a timer before the model is planned, so each
+step of the plan is timed as it runs. A step with fused band-wise ops (see
+pyvgf/tosa/interpreter.py) is listed as its chain, e.g. "CONV2D + CLAMP": their time is one.
+Prints, per operator or chain, the time per run, its share and the steps per run, then the
+interpreter's own time around them (the run's wall time less the steps').
 """
 
 from __future__ import annotations
 
 import argparse
-import cProfile
+import functools
 import os
-import pstats
 import sys
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
+
+
+def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
+           steps: Counter[str], depth: list[int]) -> Callable[..., object]:
+    @functools.wraps(fn)
+    def step(**kwargs: object) -> object:
+        if depth[0]:  # an op called by another (a fused epilogue's generic form)
+            return fn(**kwargs)
+        fused = getattr(kwargs.get("epilogue"), "ops", ())
+        label = " + ".join((name, *fused))
+        depth[0] += 1
+        start = time.perf_counter()
+        try:
+            return fn(**kwargs)
+        finally:
+            spent[label] += time.perf_counter() - start
+            steps[label] += 1
+            depth[0] -= 1
+
+    return step
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model")
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--runs", type=int, default=20)
     p.add_argument("--threads", type=int, default=0, help="BLAS threads (0: numpy's default)")
     p.add_argument("--models-dir", type=Path)
     args = p.parse_args(argv)
@@ -33,29 +57,27 @@ def main(argv: list[str] | None = None) -> int:
     from pyvgf.tosa import OPS
     from suite import build, load_exported
 
+    spent: defaultdict[str, float] = defaultdict(float)
+    steps: Counter[str] = Counter()
+    depth = [0]
+    for name, opdef in OPS.items():
+        opdef.fn = _timed(name, opdef.fn, spent, steps, depth)
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
         m.run(model.inputs)
-        profile = cProfile.Profile()
-        profile.enable()
+        spent.clear()
+        steps.clear()
+        start = time.perf_counter()
         for _ in range(args.runs):
             m.run(model.inputs)
-        profile.disable()
-    stats = pstats.Stats(profile).stats  # type: ignore[attr-defined]
-    by_code = {(fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__): name
-               for name, op in OPS.items() for fn in [op.fn]}
-    rows, total = [], 0.0
-    for key, (_, calls, _, cumtime, _) in stats.items():
-        if key in by_code:
-            rows.append((cumtime / args.runs, calls // args.runs, by_code[key]))
-        if key[2] == "run" and key[0].endswith("interpreter.py"):
-            total = cumtime / args.runs
-    rows.sort(reverse=True)
-    print(f"{model.name}: interpreter run {total * 1e3:.1f} ms per run (under cProfile)")
-    for seconds, calls, name in rows:
-        print(f"  {name:20s} {seconds * 1e3:8.2f} ms  {100 * seconds / total:5.1f}%  x{calls}")
-    rest = total - sum(r[0] for r in rows)
-    print(f"  {'(interpreter)':20s} {rest * 1e3:8.2f} ms  {100 * rest / total:5.1f}%")
+        total = (time.perf_counter() - start) / args.runs
+    print(f"{model.name}: Model.run {total * 1e3:.2f} ms per run, mean of {args.runs}")
+    for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        per_run = seconds / args.runs
+        print(f"  {label:34s} {per_run * 1e3:8.2f} ms  {100 * per_run / total:5.1f}%  "
+              f"x{steps[label] // args.runs}")
+    rest = total - sum(spent.values()) / args.runs
+    print(f"  {'(interpreter and runtime)':34s} {rest * 1e3:8.2f} ms  {100 * rest / total:5.1f}%")
     return 0
 
 
