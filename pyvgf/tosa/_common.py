@@ -21,6 +21,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 FP32 = np.dtype(np.float32)
 FP8E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+I4 = np.dtype(ml_dtypes.int4)
 
 INTS = (I8, I16, I32)
 FLOATS = (FP16, BF16, FP32)
@@ -35,6 +36,7 @@ NAN_MODES = (NAN_PROPAGATE, NAN_IGNORE)
 
 _NAMES = {
     BOOL: "bool",
+    I4: "i4",
     I8: "i8",
     I16: "i16",
     I32: "i32",
@@ -71,13 +73,18 @@ def fail(op: str, message: str) -> TosaError:
     return TosaError(f"{op}: {message}")
 
 
-def tensor_type(op: str, name: str, value: object) -> TensorType:
-    """The type of an operand that must be a tensor (a TensorType or a constant array)."""
+def tensor_type(op: str, name: str, value: object, rank: int | None = None) -> TensorType:
+    """The type of an operand that must be a tensor (a TensorType or a constant array), checked
+    to have rank `rank` when given."""
     if isinstance(value, TensorType):
-        return value
-    if isinstance(value, np.ndarray):
-        return TensorType(value.dtype, tuple(value.shape))
-    raise fail(op, f"operand {name} must be a tensor, got {type(value).__name__}")
+        t = value
+    elif isinstance(value, np.ndarray):
+        t = TensorType(value.dtype, tuple(value.shape))
+    else:
+        raise fail(op, f"operand {name} must be a tensor, got {type(value).__name__}")
+    if rank is not None:
+        expect_rank(op, name, t, rank)
+    return t
 
 
 def result_type(op: str, result: object) -> TensorType:

@@ -31,6 +31,7 @@ from ._common import (
     tensor_type,
     wrap,
 )
+from .checking import expect_result_dtype
 from .kernels import prepared
 from .registry import tosa_op
 
@@ -77,12 +78,7 @@ def _cast_check(result, *, input, result_dtype=None):  # noqa: A002
     t = tensor_type(op, "input", input)
     expect_dtype(op, "input", t, tuple(_CASTS))
     expect_dtype(op, "result", res, _CASTS[np.dtype(t.dtype)])
-    if result_dtype is not None and np.dtype(result_dtype) != np.dtype(res.dtype):
-        raise fail(
-            op,
-            f"result_dtype {dtype_name(result_dtype)} differs from the declared result type "
-            f"{dtype_name(res.dtype)}",
-        )
+    expect_result_dtype(op, result_dtype, res)
     expect_shape(op, "result", res, t.shape)
 
 
