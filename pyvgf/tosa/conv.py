@@ -27,23 +27,17 @@ from typing import Protocol
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from ._common import (
-    BF16,
-    FP8E4M3,
-    FP8E5M2,
-    FP16,
-    FP32,
-    I4,
-    I8,
-    I16,
-    I32,
-    I48,
-    dtype_name,
+from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48, dtype_name, is_float
+from .checking import (
+    ACC_TYPES,
+    attribute,
+    enum,
+    exact_div,
+    expect_result,
     fail,
-    is_float,
     tensor_type,
+    zero_point,
 )
-from .checking import ACC_TYPES, attribute, enum, exact_div, expect_result, zero_point
 from .kernels import (
     F32,
     I64,

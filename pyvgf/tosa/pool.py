@@ -9,22 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (
-    BF16,
-    FP8E4M3,
-    FP8E5M2,
-    FP16,
-    FP32,
-    I8,
-    I16,
-    I32,
-    dtype_name,
+from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, dtype_name, is_float
+from .checking import (
+    ACC_TYPES,
+    attribute,
+    enum,
+    exact_div,
     expect_dtype,
+    expect_result,
     fail,
-    is_float,
     tensor_type,
+    zero_point,
 )
-from .checking import ACC_TYPES, attribute, enum, exact_div, expect_result, zero_point
 from .kernels import F32, I64, padded, scalar, taps
 from .registry import tosa_op
 

@@ -11,26 +11,18 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType
-from ._common import (
-    BF16,
-    FP8E4M3,
-    FP8E5M2,
-    FP16,
-    FP32,
-    I8,
-    I16,
-    I32,
-    I48,
-    dtype_name,
+from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, I48, dtype_name, is_float
+from .checking import (
     expect_dtype,
+    expect_result,
+    expect_result_dtype,
     expect_same_dtype,
     expect_shape,
     fail,
-    is_float,
     result_type,
     tensor_type,
+    zero_point,
 )
-from .checking import expect_result, expect_result_dtype, zero_point
 from .kernels import F32, exact_dtype, max_offset, scalar
 from .registry import tosa_op
 

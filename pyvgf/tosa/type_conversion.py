@@ -18,20 +18,22 @@ from ._common import (
     INTS,
     apply_scale_16,
     apply_scale_32,
-    const_array,
     dtype_name,
+    int_max,
+    int_min,
+    wrap,
+)
+from .checking import (
+    const_array,
     expect_bool_attr,
     expect_dtype,
     expect_int_attr,
+    expect_result_dtype,
     expect_shape,
     fail,
-    int_max,
-    int_min,
     result_type,
     tensor_type,
-    wrap,
 )
-from .checking import expect_result_dtype
 from .kernels import prepared
 from .registry import tosa_op
 
