@@ -166,8 +166,8 @@ def attribute(op: str, name: str, value: object, length: int) -> tuple[int, ...]
     if array is None:
         raise fail(op, f"{name} must be a compile-time constant")
     if array.ndim != 1 or array.size != length or array.dtype.kind not in "iu":
-        raise fail(op, f"{name} must be {length} integers, got {dtype_name(array.dtype)} "
-                       f"shape {tuple(array.shape)}")
+        raise fail(op, f"{name} must be {length} integers, got {array.dtype} shape "
+                       f"{tuple(array.shape)}")
     return tuple(int(v) for v in array)
 
 
