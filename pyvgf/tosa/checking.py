@@ -152,7 +152,6 @@ def shape_operand(op: str, name: str, value: object, length: int) -> np.ndarray 
     return arr
 
 
-
 def _value_of(operand: object) -> np.ndarray | None:
     """The constant value of an operand, or None when it is known only at run time."""
     if isinstance(operand, TensorType) or operand is None:
@@ -221,4 +220,4 @@ def require_range(op: str, name: str, values: np.ndarray, low: int, high: int) -
     """Raise when run-time values leave [low, high] (the specification leaves it unpredictable)."""
     if values.size and (values.min() < low or values.max() > high):
         bad = values[(values < low) | (values > high)].reshape(-1)[0]
-        raise TosaError(f"{op}: {name} values must lie in [{low}, {high}], found {bad}")
+        raise fail(op, f"{name} values must lie in [{low}, {high}], found {bad}")
