@@ -1,15 +1,13 @@
-"""Helpers shared by the TOSA operator modules: dtype classes, plan-time checks, integer
-wrap/saturation, the specification's apply_scale_32/16, and NaN-mode aware min/max."""
+"""Helpers shared by the TOSA operator modules: dtype classes and names, integer
+wrap/saturation, the specification's apply_scale_32/16, and NaN-mode aware min/max.
+(The plan-time checks are in checking.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 
 import ml_dtypes
 import numpy as np
-
-from ..errors import TosaError
-from ..types import TensorType
 
 BOOL = np.dtype(np.bool_)
 I8 = np.dtype(np.int8)
@@ -21,6 +19,7 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 FP32 = np.dtype(np.float32)
 FP8E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
+I4 = np.dtype(ml_dtypes.int4)
 
 INTS = (I8, I16, I32)
 FLOATS = (FP16, BF16, FP32)
@@ -35,6 +34,7 @@ NAN_MODES = (NAN_PROPAGATE, NAN_IGNORE)
 
 _NAMES = {
     BOOL: "bool",
+    I4: "i4",
     I8: "i8",
     I16: "i16",
     I32: "i32",
@@ -62,135 +62,6 @@ def int_min(dtype: np.dtype) -> int:
 
 def int_max(dtype: np.dtype) -> int:
     return (1 << 47) - 1 if np.dtype(dtype) == I48 else int(np.iinfo(dtype).max)
-
-
-# ---------------------------------------------------------------------------- plan-time checks
-
-
-def fail(op: str, message: str) -> TosaError:
-    return TosaError(f"{op}: {message}")
-
-
-def tensor_type(op: str, name: str, value: object) -> TensorType:
-    """The type of an operand that must be a tensor (a TensorType or a constant array)."""
-    if isinstance(value, TensorType):
-        return value
-    if isinstance(value, np.ndarray):
-        return TensorType(value.dtype, tuple(value.shape))
-    raise fail(op, f"operand {name} must be a tensor, got {type(value).__name__}")
-
-
-def result_type(op: str, result: object) -> TensorType:
-    if not isinstance(result, TensorType):
-        raise fail(op, f"expected one result tensor type, got {result!r}")
-    return result
-
-
-def expect_dtype(op: str, name: str, t: TensorType, allowed: Iterable[np.dtype]) -> None:
-    allowed = tuple(allowed)
-    if np.dtype(t.dtype) not in allowed:
-        names = ", ".join(dtype_name(d) for d in allowed)
-        raise fail(op, f"{name} element type must be one of {names}, got {dtype_name(t.dtype)}")
-
-
-def expect_same_dtype(op: str, name: str, t: TensorType, ref_name: str, ref: TensorType) -> None:
-    if np.dtype(t.dtype) != np.dtype(ref.dtype):
-        raise fail(
-            op,
-            f"{name} element type {dtype_name(t.dtype)} differs from {ref_name} "
-            f"element type {dtype_name(ref.dtype)}",
-        )
-
-
-def expect_shape(op: str, name: str, t: TensorType, shape: Sequence[int]) -> None:
-    if tuple(t.shape) != tuple(shape):
-        raise fail(op, f"{name} shape must be {tuple(shape)}, got {tuple(t.shape)}")
-
-
-def expect_rank(op: str, name: str, t: TensorType, rank: int) -> None:
-    if t.rank != rank:
-        raise fail(op, f"{name} rank must be {rank}, got {t.rank} (shape {tuple(t.shape)})")
-
-
-def expect_int_attr(op: str, name: str, value: object) -> int:
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
-        raise fail(op, f"attribute {name} must be an integer, got {value!r}")
-    return int(value)
-
-
-def expect_bool_attr(op: str, name: str, value: object) -> bool:
-    if not isinstance(value, (bool, np.bool_)):
-        raise fail(op, f"attribute {name} must be a boolean, got {value!r}")
-    return bool(value)
-
-
-def expect_nan_mode(op: str, nan_mode: object) -> int:
-    mode = expect_int_attr(op, "nan_mode", nan_mode)
-    if mode not in NAN_MODES:
-        raise fail(op, f"nan_mode must be 1 (PROPAGATE) or 2 (IGNORE), got {mode}")
-    return mode
-
-
-def expect_axis(op: str, axis: object, rank: int) -> int:
-    axis = expect_int_attr(op, "axis", axis)
-    if not 0 <= axis < rank:
-        raise fail(op, f"axis must be in [0, {rank}), got {axis}")
-    return axis
-
-
-def broadcast_shape(op: str, operands: dict[str, TensorType]) -> tuple[int, ...]:
-    """TOSA broadcasting: equal ranks, each dimension equal or 1 in the inputs."""
-    items = list(operands.items())
-    rank = items[0][1].rank
-    for name, t in items:
-        if t.rank != rank:
-            raise fail(op, f"{name} rank {t.rank} differs from {items[0][0]} rank {rank}")
-    shape = []
-    for d in range(rank):
-        sizes = {t.shape[d] for _, t in items} - {1}
-        if len(sizes) > 1:
-            desc = ", ".join(f"{n}{tuple(t.shape)}" for n, t in items)
-            raise fail(op, f"shapes cannot broadcast in dimension {d}: {desc}")
-        shape.append(sizes.pop() if sizes else 1)
-    return tuple(shape)
-
-
-def expect_broadcast_result(op: str, result: TensorType, operands: dict[str, TensorType]) -> None:
-    expect_shape(op, "result", result, broadcast_shape(op, operands))
-
-
-def const_array(
-    op: str, name: str, value: object, dtype: np.dtype | None = None, size: int | None = None
-) -> np.ndarray | None:
-    """A constant operand as a flat array (None when only known at run time), checked."""
-    if isinstance(value, TensorType):
-        t = value
-        arr = None
-    else:
-        arr = np.asarray(value)
-        t = TensorType(arr.dtype, tuple(arr.shape))
-    if dtype is not None and np.dtype(t.dtype) != np.dtype(dtype):
-        raise fail(
-            op, f"{name} element type must be {dtype_name(dtype)}, got {dtype_name(t.dtype)}"
-        )
-    if size is not None and t.size != size:
-        raise fail(op, f"{name} must hold {size} element(s), got shape {tuple(t.shape)}")
-    return None if arr is None else arr.reshape(-1)
-
-
-def shape_operand(op: str, name: str, value: object, length: int) -> np.ndarray | None:
-    """A shape operand (padding, start, size, multiples, shape): integers, `length` of them."""
-    if isinstance(value, TensorType):
-        if value.size != length:
-            raise fail(op, f"{name} must hold {length} values, got shape {tuple(value.shape)}")
-        return None
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "iu":
-        raise fail(op, f"{name} must hold integers, got {arr.dtype}")
-    arr = arr.reshape(-1).astype(np.int64)
-    if arr.size != length:
-        raise fail(op, f"{name} must hold {length} values, got {arr.size}")
-    return arr
 
 
 # ---------------------------------------------------------------------------- run-time helpers
@@ -252,9 +123,3 @@ def nan_maximum(a: np.ndarray, b: np.ndarray, nan_mode: int) -> np.ndarray:
 def nan_minimum(a: np.ndarray, b: np.ndarray, nan_mode: int) -> np.ndarray:
     return np.minimum(a, b) if nan_mode == NAN_PROPAGATE else np.fmin(a, b)
 
-
-def require_range(op: str, name: str, values: np.ndarray, low: int, high: int) -> None:
-    """Raise when run-time values leave [low, high] (the specification leaves it unpredictable)."""
-    if values.size and (values.min() < low or values.max() > high):
-        bad = values[(values < low) | (values > high)].reshape(-1)[0]
-        raise TosaError(f"{op}: {name} values must lie in [{low}, {high}], found {bad}")

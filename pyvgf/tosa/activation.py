@@ -11,16 +11,18 @@ from ._common import (
     I8,
     I16,
     NAN_PROPAGATE,
+    float_op,
+    int_max,
+    int_min,
+    saturate,
+)
+from .checking import (
     expect_dtype,
     expect_nan_mode,
     expect_same_dtype,
     expect_shape,
     fail,
-    float_op,
-    int_max,
-    int_min,
     result_type,
-    saturate,
     tensor_type,
 )
 from .registry import tosa_op

@@ -27,8 +27,17 @@ from typing import Protocol
 import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
-from . import checking as ck
-from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48
+from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48, dtype_name, is_float
+from .checking import (
+    ACC_TYPES,
+    attribute,
+    enum,
+    exact_div,
+    expect_result,
+    fail,
+    tensor_type,
+    zero_point,
+)
 from .kernels import (
     F32,
     I64,
@@ -71,7 +80,7 @@ def _compute_dtype(weight: np.ndarray, weight_zp: int, input_dtype: np.dtype, in
     `per_output(w)` lays the weight out as [taps, outputs]; the bound of an output's sum is
     max|x - input_zp| times the sum over its taps of |w - weight_zp|.
     """
-    if ck.is_float(weight.dtype):
+    if is_float(weight.dtype):
         return F32
     wsum = prepared(weight, ("abs-sum", per_output, weight_zp), lambda: int(
         np.abs(per_output(weight).astype(I64) - weight_zp).sum(axis=0).max(initial=0)))
@@ -123,7 +132,7 @@ class _Result:
     def put(self, first: int, acc: np.ndarray) -> None:
         """Rows first.. of the result from their accumulator band (which this may overwrite)."""
         band = None
-        if self.epilogue is not None and not ck.is_float(self.out_dtype):
+        if self.epilogue is not None and not is_float(self.out_dtype):
             band = self.epilogue.from_accumulator(acc, self.bias)
         if band is None:
             band = _finish(acc, self.bias, self.out_dtype)
@@ -142,7 +151,7 @@ class _Result:
 
 def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
     """acc + bias as the output type: integers are added after the exact cast."""
-    if ck.is_float(out_dtype):
+    if is_float(out_dtype):
         rows, tiled = along_rows(acc, bias.astype(F32, copy=False))
         rows += tiled
         return acc.astype(out_dtype, copy=False)
@@ -379,16 +388,19 @@ def transpose_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
 def _check_types(op: str, input: object, weight: object, bias: object, input_zp: object,
                  weight_zp: object, acc_type: object) -> tuple[np.dtype, int]:
     """Element types against the type table; returns (output dtype, bias channels)."""
-    in_t, w_t, b_t = ck.type_of(input), ck.type_of(weight), ck.type_of(bias)
-    acc = ck.ACC_TYPES[ck.enum(op, "acc_type", acc_type, ck.ACC_TYPES)]
+    in_t = tensor_type(op, "input", input)
+    w_t = tensor_type(op, "weight", weight)
+    b_t = tensor_type(op, "bias", bias)
+    acc = ACC_TYPES[enum(op, "acc_type", acc_type, ACC_TYPES)]
     out = CONV_TYPES.get((in_t.dtype, w_t.dtype, acc))
     if out is None:
-        raise ck.fail(op, "weight", f"{in_t.dtype} input, {w_t.dtype} weight and {acc} "
-                                    "accumulator are not a supported combination")
+        raise fail(op, f"weight element type {dtype_name(w_t.dtype)} with {dtype_name(in_t.dtype)} "
+                       f"input and {dtype_name(acc)} accumulator is not a supported combination")
     if b_t.rank != 1 or b_t.dtype != out:
-        raise ck.fail(op, "bias", f"must be a rank-1 {out} tensor, got {b_t}")
-    ck.zero_point(op, "input_zp", input_zp, in_t.dtype)
-    ck.zero_point(op, "weight_zp", weight_zp, w_t.dtype)
+        raise fail(op, f"bias must be a rank-1 {dtype_name(out)} tensor, got "
+                       f"{dtype_name(b_t.dtype)} shape {tuple(b_t.shape)}")
+    zero_point(op, "input_zp", input_zp, in_t.dtype)
+    zero_point(op, "weight_zp", weight_zp, w_t.dtype)
     return out, b_t.shape[0]
 
 
@@ -396,41 +408,41 @@ def _check_window(op: str, sizes: tuple[int, ...], kernel: tuple[int, ...], pad:
                   stride: object, dilation: object) -> list[int]:
     """Output spatial sizes of a convolution window, which must divide exactly."""
     spatial = len(sizes)
-    pads = ck.attribute(op, "pad", pad, 2 * spatial)
-    strides = ck.attribute(op, "stride", stride, spatial)
-    dilations = ck.attribute(op, "dilation", dilation, spatial)
+    pads = attribute(op, "pad", pad, 2 * spatial)
+    strides = attribute(op, "stride", stride, spatial)
+    dilations = attribute(op, "dilation", dilation, spatial)
     if min(pads) < 0:
-        raise ck.fail(op, "pad", f"must be >= 0, got {list(pads)}")
+        raise fail(op, f"pad must be >= 0, got {list(pads)}")
     if min(strides) < 1:
-        raise ck.fail(op, "stride", f"must be >= 1, got {list(strides)}")
+        raise fail(op, f"stride must be >= 1, got {list(strides)}")
     if min(dilations) < 1:
-        raise ck.fail(op, "dilation", f"must be >= 1, got {list(dilations)}")
+        raise fail(op, f"dilation must be >= 1, got {list(dilations)}")
     out = []
     for i, (n, k, d, s) in enumerate(zip(sizes, kernel, dilations, strides)):
         span = n - 1 + pads[2 * i] + pads[2 * i + 1] - (k - 1) * d
         if span < 0:
-            raise ck.fail(op, "weight", f"kernel {k} (dilation {d}) is larger than the padded "
-                                        f"input {n + pads[2 * i] + pads[2 * i + 1]}")
-        out.append(ck.exact_div(op, "stride", span, s) + 1)
+            raise fail(op, f"weight kernel {k} (dilation {d}) is larger than the padded input "
+                           f"{n + pads[2 * i] + pads[2 * i + 1]}")
+        out.append(exact_div(op, "stride", span, s) + 1)
     return out
 
 
 def _check_bias(op: str, channels: int, bias_channels: int) -> None:
     if bias_channels not in (1, channels):
-        raise ck.fail(op, "bias", f"must have 1 or {channels} elements, got {bias_channels}")
+        raise fail(op, f"bias must have 1 or {channels} elements, got {bias_channels}")
 
 
 def _check_conv(op: str, result: object, input: object, weight: object, bias: object,
                 input_zp: object, weight_zp: object, pad: object, stride: object,
                 dilation: object, acc_type: object, spatial: int) -> None:
-    x = ck.rank(op, "input", input, spatial + 2)
-    w = ck.rank(op, "weight", weight, spatial + 2)
+    x = tensor_type(op, "input", input, spatial + 2)
+    w = tensor_type(op, "weight", weight, spatial + 2)
     out_dtype, bias_channels = _check_types(op, input, weight, bias, input_zp, weight_zp, acc_type)
     if w.shape[-1] != x.shape[-1]:
-        raise ck.fail(op, "weight", f"has {w.shape[-1]} input channels, input has {x.shape[-1]}")
+        raise fail(op, f"weight has {w.shape[-1]} input channels, input has {x.shape[-1]}")
     _check_bias(op, w.shape[0], bias_channels)
     out = _check_window(op, x.shape[1:-1], w.shape[1:-1], pad, stride, dilation)
-    ck.result(op, result, out_dtype, (x.shape[0], *out, w.shape[0]))
+    expect_result(op, result, out_dtype, (x.shape[0], *out, w.shape[0]))
 
 
 @conv2d.check
@@ -455,14 +467,14 @@ def _depthwise_conv2d_check(result: object, *, input: object, weight: object, bi
                             dilation: object, acc_type: object,
                             local_bound: object = False) -> None:
     op = "DEPTHWISE_CONV2D"
-    x = ck.rank(op, "input", input, 4)
-    w = ck.rank(op, "weight", weight, 4)
+    x = tensor_type(op, "input", input, 4)
+    w = tensor_type(op, "weight", weight, 4)
     out_dtype, bias_channels = _check_types(op, input, weight, bias, input_zp, weight_zp, acc_type)
     if w.shape[2] != x.shape[3]:
-        raise ck.fail(op, "weight", f"has {w.shape[2]} channels, input has {x.shape[3]}")
+        raise fail(op, f"weight has {w.shape[2]} channels, input has {x.shape[3]}")
     _check_bias(op, w.shape[2] * w.shape[3], bias_channels)
     out = _check_window(op, x.shape[1:3], w.shape[:2], pad, stride, dilation)
-    ck.result(op, result, out_dtype, (x.shape[0], *out, w.shape[2] * w.shape[3]))
+    expect_result(op, result, out_dtype, (x.shape[0], *out, w.shape[2] * w.shape[3]))
 
 
 @transpose_conv2d.check
@@ -471,20 +483,19 @@ def _transpose_conv2d_check(result: object, *, input: object, weight: object, bi
                             stride: object, acc_type: object,
                             local_bound: object = False) -> None:
     op = "TRANSPOSE_CONV2D"
-    x = ck.rank(op, "input", input, 4)
-    w = ck.rank(op, "weight", weight, 4)
+    x = tensor_type(op, "input", input, 4)
+    w = tensor_type(op, "weight", weight, 4)
     out_dtype, bias_channels = _check_types(op, input, weight, bias, input_zp, weight_zp, acc_type)
     if w.shape[3] != x.shape[3]:
-        raise ck.fail(op, "weight", f"has {w.shape[3]} input channels, input has {x.shape[3]}")
+        raise fail(op, f"weight has {w.shape[3]} input channels, input has {x.shape[3]}")
     _check_bias(op, w.shape[0], bias_channels)
-    top, bottom, left, right = ck.attribute(op, "out_pad", out_pad, 4)
-    sy, sx = ck.attribute(op, "stride", stride, 2)
+    top, bottom, left, right = attribute(op, "out_pad", out_pad, 4)
+    sy, sx = attribute(op, "stride", stride, 2)
     kh, kw = w.shape[1:3]
     if min(top, bottom) <= -kh or min(left, right) <= -kw:
-        raise ck.fail(op, "out_pad", f"must be > -kernel ({kh}, {kw}), got "
-                                     f"{[top, bottom, left, right]}")
+        raise fail(op, f"out_pad must be > -kernel ({kh}, {kw}), got {[top, bottom, left, right]}")
     if min(sy, sx) < 1:
-        raise ck.fail(op, "stride", f"must be >= 1, got {[sy, sx]}")
+        raise fail(op, f"stride must be >= 1, got {[sy, sx]}")
     oh = (x.shape[1] - 1) * sy + top + bottom + kh
     ow = (x.shape[2] - 1) * sx + left + right + kw
-    ck.result(op, result, out_dtype, (x.shape[0], oh, ow, w.shape[0]))
+    expect_result(op, result, out_dtype, (x.shape[0], oh, ow, w.shape[0]))

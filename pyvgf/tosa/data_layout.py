@@ -6,8 +6,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._common import (
-    LAYOUT_TYPES,
+from ._common import LAYOUT_TYPES
+from .checking import (
     const_array,
     expect_axis,
     expect_dtype,

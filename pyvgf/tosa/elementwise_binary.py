@@ -14,8 +14,15 @@ from ._common import (
     I16,
     I32,
     INTS,
-    const_array,
     dtype_name,
+    float_op,
+    nan_maximum,
+    nan_minimum,
+    saturate,
+    wrap,
+)
+from .checking import (
+    const_array,
     expect_bool_attr,
     expect_broadcast_result,
     expect_dtype,
@@ -23,14 +30,9 @@ from ._common import (
     expect_same_dtype,
     expect_shape,
     fail,
-    float_op,
-    nan_maximum,
-    nan_minimum,
     require_range,
     result_type,
-    saturate,
     tensor_type,
-    wrap,
 )
 from .registry import tosa_op
 

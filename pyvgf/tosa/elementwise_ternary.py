@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import (
-    BOOL,
-    FLOATS,
-    INTS,
+from ._common import BOOL, FLOATS, INTS
+from .checking import (
     expect_broadcast_result,
     expect_dtype,
     expect_same_dtype,

@@ -6,23 +6,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ._common import (
-    BOOL,
-    FLOATS,
-    I8,
-    I16,
-    I32,
+from ._common import BOOL, FLOATS, I8, I16, I32, dtype_name, float_op, saturate, wrap
+from .checking import (
     const_array,
-    dtype_name,
     expect_dtype,
     expect_same_dtype,
     expect_shape,
     fail,
-    float_op,
     result_type,
-    saturate,
     tensor_type,
-    wrap,
 )
 from .registry import tosa_op
 

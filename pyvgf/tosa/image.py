@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import checking as ck
-from .checking import BF16, FP16, FP32, I8, I16, I32, I48
+from ._common import BF16, FP16, FP32, I8, I16, I32, I48, dtype_name, is_float
+from .checking import attribute, enum, exact_div, expect_result, fail, tensor_type
 from .kernels import F32, I64
 from .registry import tosa_op
 
@@ -51,7 +51,7 @@ def resize(*, input: np.ndarray, scale: np.ndarray, offset: np.ndarray, border: 
         rows = np.where(2 * ry >= yn, y1, y0)
         cols = np.where(2 * rx >= xn, x1, x0)
         return input[:, rows][:, :, cols]
-    if ck.is_float(input.dtype):
+    if is_float(input.dtype):
         dtype = F32
         wy1, wx1 = (ry / yn).astype(F32), (rx / xn).astype(F32)
         wy0, wx0 = 1 - wy1, 1 - wx1
@@ -71,30 +71,29 @@ def resize(*, input: np.ndarray, scale: np.ndarray, offset: np.ndarray, border: 
 def _resize_check(result: object, *, input: object, scale: object, offset: object,
                   border: object, mode: object) -> None:
     op = "RESIZE"
-    x = ck.rank(op, "input", input, 4)
-    mode = ck.enum(op, "mode", mode, (NEAREST, BILINEAR))
+    x = tensor_type(op, "input", input, 4)
+    mode = enum(op, "mode", mode, (NEAREST, BILINEAR))
     out_dtype = RESIZE_TYPES.get((x.dtype, mode))
     if out_dtype is None:
-        raise ck.fail(op, "input", f"element type {x.dtype} is not supported")
-    yn, yd, xn, xd = ck.attribute(op, "scale", scale, 4)
-    oy, ox = ck.attribute(op, "offset", offset, 2)
-    by, bx = ck.attribute(op, "border", border, 2)
+        raise fail(op, f"input element type {dtype_name(x.dtype)} is not supported")
+    yn, yd, xn, xd = attribute(op, "scale", scale, 4)
+    oy, ox = attribute(op, "offset", offset, 2)
+    by, bx = attribute(op, "border", border, 2)
     if min(yn, yd, xn, xd) <= 0:
-        raise ck.fail(op, "scale", f"must be > 0, got {[yn, yd, xn, xd]}")
+        raise fail(op, f"scale must be > 0, got {[yn, yd, xn, xd]}")
     if yn > 1 << 11 or xn > 1 << 11:
-        raise ck.fail(op, "scale", f"numerators must be <= 2048, got {[yn, xn]}")
+        raise fail(op, f"scale numerators must be <= 2048, got {[yn, xn]}")
     if yd >= 16 * yn or xd >= 16 * xn:
-        raise ck.fail(op, "scale", f"downscale must be less than 16x, got {[yn, yd, xn, xd]}")
+        raise fail(op, f"scale must downscale less than 16x, got {[yn, yd, xn, xd]}")
     if not (-yn <= oy < 16 * yn and -xn <= ox < 16 * xn):
-        raise ck.fail(op, "offset", f"must be in [-scale_n, 16 * scale_n), got {[oy, ox]}")
+        raise fail(op, f"offset must be in [-scale_n, 16 * scale_n), got {[oy, ox]}")
     if not (-16 * yn <= by < yn and -16 * xn <= bx < xn):
-        raise ck.fail(op, "border", f"must be in [-16 * scale_n, scale_n), got {[by, bx]}")
+        raise fail(op, f"border must be in [-16 * scale_n, scale_n), got {[by, bx]}")
     _, ih, iw, _ = x.shape
-    oh = ck.exact_div(op, "scale", (ih - 1) * yn - oy + by, yd) + 1
-    ow = ck.exact_div(op, "scale", (iw - 1) * xn - ox + bx, xd) + 1
+    oh = exact_div(op, "scale", (ih - 1) * yn - oy + by, yd) + 1
+    ow = exact_div(op, "scale", (iw - 1) * xn - ox + bx, xd) + 1
     if min(oh, ow) < 1:
-        raise ck.fail(op, "scale", f"gives an empty output {oh}x{ow}")
+        raise fail(op, f"scale gives an empty output {oh}x{ow}")
     if max(oh, ow, ih, iw) >= 16384:
-        raise ck.fail(op, "input", f"sizes must be below 16384, got input {ih}x{iw}, "
-                                   f"output {oh}x{ow}")
-    ck.result(op, result, out_dtype, (x.shape[0], oh, ow, x.shape[3]))
+        raise fail(op, f"input sizes must be below 16384, got input {ih}x{iw}, output {oh}x{ow}")
+    expect_result(op, result, out_dtype, (x.shape[0], oh, ow, x.shape[3]))

@@ -9,8 +9,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import checking as ck
-from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32
+from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, dtype_name, is_float
+from .checking import (
+    ACC_TYPES,
+    attribute,
+    enum,
+    exact_div,
+    expect_dtype,
+    expect_result,
+    fail,
+    tensor_type,
+    zero_point,
+)
 from .kernels import F32, I64, padded, scalar, taps
 from .registry import tosa_op
 
@@ -20,7 +30,7 @@ AVG_POOL_TYPES = {
 }
 """(input/output, accumulator) pairs that AVG_POOL2D supports."""
 
-MAX_POOL_TYPES = frozenset({I8, I16, FP8E4M3, FP8E5M2, FP16, BF16, FP32})
+MAX_POOL_TYPES = (I8, I16, FP8E4M3, FP8E5M2, FP16, BF16, FP32)
 
 NAN_PROPAGATE, NAN_IGNORE = 1, 2
 
@@ -57,7 +67,7 @@ def avg_pool2d(*, input: np.ndarray, input_zp: np.ndarray, output_zp: np.ndarray
                acc_type: int) -> np.ndarray:
     """Average over each window, padding excluded from the divisor."""
     kern, strides, pads, out_size = _geometry(input, kernel, stride, pad)
-    integer = not ck.is_float(input.dtype)
+    integer = not is_float(input.dtype)
     dtype = I64 if integer else F32
     xp = padded(input, dtype, pads, scalar(input_zp))
     acc = np.zeros((input.shape[0], *out_size, input.shape[3]), dtype)
@@ -82,7 +92,7 @@ def max_pool2d(*, input: np.ndarray, kernel: np.ndarray, stride: np.ndarray, pad
                nan_mode: int = NAN_PROPAGATE) -> np.ndarray:
     """Maximum over each window; nan_mode IGNORE skips NaN unless the window is all NaN."""
     kern, strides, pads, out_size = _geometry(input, kernel, stride, pad)
-    if ck.is_float(input.dtype):
+    if is_float(input.dtype):
         dtype, fill = F32, (np.nan if nan_mode == NAN_IGNORE else -np.inf)
         combine = np.fmax if nan_mode == NAN_IGNORE else np.maximum
     else:
@@ -103,24 +113,24 @@ def max_pool2d(*, input: np.ndarray, kernel: np.ndarray, stride: np.ndarray, pad
 
 def _check_pool(op: str, result: object, input: object, kernel: object, stride: object,
                 pad: object) -> tuple[int, int]:
-    x = ck.rank(op, "input", input, 4)
-    kh, kw = ck.attribute(op, "kernel", kernel, 2)
-    sy, sx = ck.attribute(op, "stride", stride, 2)
-    top, bottom, left, right = ck.attribute(op, "pad", pad, 4)
+    x = tensor_type(op, "input", input, 4)
+    kh, kw = attribute(op, "kernel", kernel, 2)
+    sy, sx = attribute(op, "stride", stride, 2)
+    top, bottom, left, right = attribute(op, "pad", pad, 4)
     if min(kh, kw) < 1:
-        raise ck.fail(op, "kernel", f"must be >= 1, got {[kh, kw]}")
+        raise fail(op, f"kernel must be >= 1, got {[kh, kw]}")
     if min(sy, sx) < 1:
-        raise ck.fail(op, "stride", f"must be >= 1, got {[sy, sx]}")
+        raise fail(op, f"stride must be >= 1, got {[sy, sx]}")
     if min(top, bottom, left, right) < 0:
-        raise ck.fail(op, "pad", f"must be >= 0, got {[top, bottom, left, right]}")
+        raise fail(op, f"pad must be >= 0, got {[top, bottom, left, right]}")
     if max(top, bottom) >= kh or max(left, right) >= kw:
-        raise ck.fail(op, "pad", f"must be smaller than the kernel {[kh, kw]}, got "
-                                 f"{[top, bottom, left, right]}")
+        raise fail(op, f"pad must be smaller than the kernel {[kh, kw]}, got "
+                       f"{[top, bottom, left, right]}")
     if x.shape[1] + top + bottom < kh or x.shape[2] + left + right < kw:
-        raise ck.fail(op, "kernel", f"{[kh, kw]} is larger than the padded input")
-    oh = ck.exact_div(op, "stride", x.shape[1] + top + bottom - kh, sy) + 1
-    ow = ck.exact_div(op, "stride", x.shape[2] + left + right - kw, sx) + 1
-    ck.result(op, result, x.dtype, (x.shape[0], oh, ow, x.shape[3]))
+        raise fail(op, f"kernel {[kh, kw]} is larger than the padded input")
+    oh = exact_div(op, "stride", x.shape[1] + top + bottom - kh, sy) + 1
+    ow = exact_div(op, "stride", x.shape[2] + left + right - kw, sx) + 1
+    expect_result(op, result, x.dtype, (x.shape[0], oh, ow, x.shape[3]))
     return oh, ow
 
 
@@ -128,12 +138,13 @@ def _check_pool(op: str, result: object, input: object, kernel: object, stride: 
 def _avg_pool2d_check(result: object, *, input: object, input_zp: object, output_zp: object,
                       kernel: object, stride: object, pad: object, acc_type: object) -> None:
     op = "AVG_POOL2D"
-    dtype = ck.type_of(input).dtype
-    acc = ck.ACC_TYPES[ck.enum(op, "acc_type", acc_type, ck.ACC_TYPES)]
+    dtype = tensor_type(op, "input", input).dtype
+    acc = ACC_TYPES[enum(op, "acc_type", acc_type, ACC_TYPES)]
     if (dtype, acc) not in AVG_POOL_TYPES:
-        raise ck.fail(op, "acc_type", f"{acc} accumulator is not supported for {dtype} input")
-    ck.zero_point(op, "input_zp", input_zp, dtype)
-    ck.zero_point(op, "output_zp", output_zp, dtype)
+        raise fail(op, f"acc_type {dtype_name(acc)} is not supported for {dtype_name(dtype)} "
+                       "input")
+    zero_point(op, "input_zp", input_zp, dtype)
+    zero_point(op, "output_zp", output_zp, dtype)
     _check_pool(op, result, input, kernel, stride, pad)
 
 
@@ -141,8 +152,6 @@ def _avg_pool2d_check(result: object, *, input: object, input_zp: object, output
 def _max_pool2d_check(result: object, *, input: object, kernel: object, stride: object,
                       pad: object, nan_mode: object = NAN_PROPAGATE) -> None:
     op = "MAX_POOL2D"
-    dtype = ck.type_of(input).dtype
-    if dtype not in MAX_POOL_TYPES:
-        raise ck.fail(op, "input", f"element type {dtype} is not supported")
-    ck.enum(op, "nan_mode", nan_mode, (NAN_PROPAGATE, NAN_IGNORE))
+    expect_dtype(op, "input", tensor_type(op, "input", input), MAX_POOL_TYPES)
+    enum(op, "nan_mode", nan_mode, (NAN_PROPAGATE, NAN_IGNORE))
     _check_pool(op, result, input, kernel, stride, pad)

@@ -7,15 +7,8 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from ._common import (
-    BOOL,
-    FLOATS,
-    FP8,
-    I8,
-    I16,
-    I32,
-    INTS,
-    NAN_PROPAGATE,
+from ._common import BOOL, FLOATS, FP8, I8, I16, I32, INTS, NAN_PROPAGATE, wrap
+from .checking import (
     expect_axis,
     expect_dtype,
     expect_nan_mode,
@@ -24,7 +17,6 @@ from ._common import (
     fail,
     result_type,
     tensor_type,
-    wrap,
 )
 from .registry import tosa_op
 

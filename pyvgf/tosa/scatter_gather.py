@@ -5,12 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import TosaError
-from ._common import (
-    BOOL,
-    FLOATS,
-    FP8,
-    I32,
-    INTS,
+from ._common import BOOL, FLOATS, FP8, I32, INTS
+from .checking import (
     expect_dtype,
     expect_rank,
     expect_same_dtype,

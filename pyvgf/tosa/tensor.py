@@ -10,8 +10,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import checking as ck
-from .checking import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, I48
+from ..types import TensorType
+from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, I48, dtype_name, is_float
+from .checking import (
+    expect_dtype,
+    expect_result,
+    expect_result_dtype,
+    expect_same_dtype,
+    expect_shape,
+    fail,
+    result_type,
+    tensor_type,
+    zero_point,
+)
 from .kernels import F32, exact_dtype, max_offset, scalar
 from .registry import tosa_op
 
@@ -29,7 +40,7 @@ def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray,
     """Batched matrix product: A [N,H,C] times B [N,C,W] -> [N,H,W] of `result_dtype`, the
     declared result's element type (fp16 operands may give fp16 or fp32)."""
     out_dtype = np.dtype(result_dtype)
-    if ck.is_float(A.dtype):
+    if is_float(A.dtype):
         a = A.astype(F32, copy=False)
         b = B.astype(F32, copy=False)
         return np.matmul(a, b).astype(out_dtype, copy=False)
@@ -67,53 +78,48 @@ def rfft2d(*, input_real: np.ndarray, local_bound: bool = False) -> tuple[np.nda
 def _matmul_check(result: object, *, A: object, B: object, A_zp: object, B_zp: object,
                   result_dtype: object = None) -> None:
     op = "MATMUL"
-    a = ck.rank(op, "A", A, 3)
-    b = ck.rank(op, "B", B, 3)
-    if a.dtype not in MATMUL_TYPES:
-        raise ck.fail(op, "A", f"element type {a.dtype} is not supported")
-    if b.dtype != a.dtype:
-        raise ck.fail(op, "B", f"must have A's element type {a.dtype}, got {b.dtype}")
+    a = tensor_type(op, "A", A, 3)
+    b = tensor_type(op, "B", B, 3)
+    expect_dtype(op, "A", a, MATMUL_TYPES)
+    expect_same_dtype(op, "B", b, "A", a)
     if b.shape[0] != a.shape[0] or b.shape[1] != a.shape[2]:
-        raise ck.fail(op, "B", f"shape {list(b.shape)} does not fit A {list(a.shape)}")
-    ck.zero_point(op, "A_zp", A_zp, a.dtype)
-    ck.zero_point(op, "B_zp", B_zp, b.dtype)
-    declared = ck.type_of(result)
-    allowed = MATMUL_TYPES[a.dtype]
-    if declared.dtype not in allowed:
-        raise ck.fail(op, "output", f"declared {declared.dtype} for {a.dtype} operands; "
-                                    f"allowed: {[str(t) for t in allowed]}")
-    if result_dtype is not None and np.dtype(result_dtype) != declared.dtype:
-        raise ck.fail(op, "output", f"result_dtype {np.dtype(result_dtype)} differs from the "
-                                    f"declared {declared.dtype}")
-    ck.result(op, result, declared.dtype, (a.shape[0], a.shape[1], b.shape[2]))
+        raise fail(op, f"B shape {tuple(b.shape)} does not fit A shape {tuple(a.shape)}")
+    zero_point(op, "A_zp", A_zp, a.dtype)
+    zero_point(op, "B_zp", B_zp, b.dtype)
+    res = result_type(op, result)
+    expect_dtype(op, "result", res, MATMUL_TYPES[a.dtype])
+    expect_result_dtype(op, result_dtype, res)
+    expect_shape(op, "result", res, (a.shape[0], a.shape[1], b.shape[2]))
 
 
-def _check_fft_shape(op: str, name: str, ttype, shape: tuple[int, ...] | None = None) -> None:
-    if ttype.rank != 3 or ttype.dtype != FP32:
-        raise ck.fail(op, name, f"must be a rank-3 fp32 tensor, got {ttype}")
-    if shape is not None and tuple(ttype.shape) != shape:
-        raise ck.fail(op, name, f"must have shape {list(shape)}, got {list(ttype.shape)}")
-    for axis, size in zip("HW", ttype.shape[1:]):
+def _check_fft_shape(op: str, name: str, operand: object,
+                     shape: tuple[int, ...] | None = None) -> TensorType:
+    t = tensor_type(op, name, operand)
+    if t.rank != 3 or t.dtype != FP32:
+        raise fail(op, f"{name} must be a rank-3 fp32 tensor, got {dtype_name(t.dtype)} shape "
+                       f"{tuple(t.shape)}")
+    if shape is not None:
+        expect_shape(op, name, t, shape)
+    for axis, size in zip("HW", t.shape[1:]):
         if size < 1 or size & (size - 1):
-            raise ck.fail(op, name, f"{axis} = {size} must be a power of two")
+            raise fail(op, f"{name} {axis} = {size} must be a power of two")
+    return t
 
 
 @fft2d.check
 def _fft2d_check(result: tuple, *, input_real: object, input_imag: object, inverse: object,
                  local_bound: object = False) -> None:
     op = "FFT2D"
-    re = ck.type_of(input_real)
-    _check_fft_shape(op, "input_real", re)
-    _check_fft_shape(op, "input_imag", ck.type_of(input_imag), tuple(re.shape))
-    ck.result(op, result[0], FP32, re.shape, "output_real")
-    ck.result(op, result[1], FP32, re.shape, "output_imag")
+    re = _check_fft_shape(op, "input_real", input_real)
+    _check_fft_shape(op, "input_imag", input_imag, tuple(re.shape))
+    expect_result(op, result[0], FP32, re.shape, "output_real")
+    expect_result(op, result[1], FP32, re.shape, "output_imag")
 
 
 @rfft2d.check
 def _rfft2d_check(result: tuple, *, input_real: object, local_bound: object = False) -> None:
     op = "RFFT2D"
-    re = ck.type_of(input_real)
-    _check_fft_shape(op, "input_real", re)
+    re = _check_fft_shape(op, "input_real", input_real)
     shape = (re.shape[0], re.shape[1], re.shape[2] // 2 + 1)
-    ck.result(op, result[0], FP32, shape, "output_real")
-    ck.result(op, result[1], FP32, shape, "output_imag")
+    expect_result(op, result[0], FP32, shape, "output_real")
+    expect_result(op, result[1], FP32, shape, "output_imag")

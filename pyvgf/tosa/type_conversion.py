@@ -18,18 +18,21 @@ from ._common import (
     INTS,
     apply_scale_16,
     apply_scale_32,
-    const_array,
     dtype_name,
+    int_max,
+    int_min,
+    wrap,
+)
+from .checking import (
+    const_array,
     expect_bool_attr,
     expect_dtype,
     expect_int_attr,
+    expect_result_dtype,
     expect_shape,
     fail,
-    int_max,
-    int_min,
     result_type,
     tensor_type,
-    wrap,
 )
 from .kernels import prepared
 from .registry import tosa_op
@@ -77,12 +80,7 @@ def _cast_check(result, *, input, result_dtype=None):  # noqa: A002
     t = tensor_type(op, "input", input)
     expect_dtype(op, "input", t, tuple(_CASTS))
     expect_dtype(op, "result", res, _CASTS[np.dtype(t.dtype)])
-    if result_dtype is not None and np.dtype(result_dtype) != np.dtype(res.dtype):
-        raise fail(
-            op,
-            f"result_dtype {dtype_name(result_dtype)} differs from the declared result type "
-            f"{dtype_name(res.dtype)}",
-        )
+    expect_result_dtype(op, result_dtype, res)
     expect_shape(op, "result", res, t.shape)
 
 
