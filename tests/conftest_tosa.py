@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
-from hypothesis import assume
+from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
@@ -186,6 +186,12 @@ def assert_same(
 
 
 # ---------------------------------------------------------------------------- strategies
+
+
+def examples(count: int) -> settings:
+    """Hypothesis settings for an op test: `count` examples, no deadline (the reference model
+    runs in a child process)."""
+    return settings(max_examples=count, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def shapes(min_rank: int = 1, max_rank: int = 4, max_dim: int = 5) -> st.SearchStrategy:

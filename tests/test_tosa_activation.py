@@ -11,20 +11,21 @@ from conftest_tosa import (
     I16,
     Graph,
     assert_same,
+    examples,
     mlir_type,
     random_values,
     rng_from,
     run_op,
     shapes,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
-FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-MANY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = examples(12)
+MANY = examples(300)
 
 # op -> (allowed error in ulps of the reference value, absolute error allowed)
 FLOAT_ACTIVATIONS = {"ERF": (4, 2.0**-23), "SIGMOID": (4, 2.0**-23), "TANH": (4, 2.0**-23)}

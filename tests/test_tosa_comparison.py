@@ -13,19 +13,20 @@ from conftest_tosa import (
     Graph,
     assert_same,
     broadcast_shapes,
+    examples,
     mlir_type,
     random_values,
     rng_from,
     run_op,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
-FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-MANY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = examples(12)
+MANY = examples(300)
 
 
 @st.composite

@@ -16,20 +16,21 @@ from conftest_tosa import (
     I32,
     Graph,
     assert_same,
+    examples,
     mlir_type,
     random_values,
     rng_from,
     run_op,
     shapes,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
-FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-MANY = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = examples(12)
+MANY = examples(200)
 TYPES = [BOOL, I8, I16, I32, FP16, BF16, FP32, FP8E4M3, FP8E5M2]
 
 

@@ -13,20 +13,21 @@ from conftest_tosa import (
     INT_TYPES,
     Graph,
     assert_same,
+    examples,
     mlir_type,
     random_values,
     rng_from,
     run_op,
     shapes,
 )
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
 from pyvgf.types import TensorType
 
-FEW = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-MANY = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FEW = examples(12)
+MANY = examples(300)
 
 # op -> (element types, allowed error in ulps of the reference value, absolute error allowed)
 UNARY = {

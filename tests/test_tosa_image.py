@@ -8,8 +8,9 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest_tosa import examples
 from conftest_tosa_tensor import Case, Shape, run_case
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
@@ -21,8 +22,8 @@ F16, BF16, F32 = (np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float
 NEAREST, BILINEAR = 1, 2
 OUT = {(I8, BILINEAR): I32, (I16, BILINEAR): I48}
 
-FAST = settings(max_examples=8, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = examples(8)
+SLOW = examples(200)
 
 
 @st.composite

@@ -13,8 +13,9 @@ import tempfile
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest_tosa import examples
 from conftest_tosa_tensor import Case, assert_close, run_case
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
@@ -28,8 +29,8 @@ F8, F16, BF16, F32 = (np.dtype(t) for t in (ml_dtypes.float8_e4m3fn, np.float16,
                                             ml_dtypes.bfloat16, np.float32))
 ACC = {I32: (1, "i32"), F16: (2, "f16"), F32: (3, "f32"), I48: (4, "i48")}
 
-FAST = settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-SLOW = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+FAST = examples(6)
+SLOW = examples(150)
 
 
 def data(rng: np.random.Generator, shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
@@ -176,7 +177,7 @@ WIDE = [("CONV2D", 20, 3), ("DEPTHWISE_CONV2D", 64, 1), ("DEPTHWISE_CONV2D", 70,
 @pytest.mark.parametrize("op,ic,oc", WIDE, ids=[f"{o}-{i}x{c}" for o, i, c in WIDE])
 @pytest.mark.parametrize("dtypes", [CONV_DTYPES[0], CONV_DTYPES[2], CONV_DTYPES[3]],
                          ids=[IDS[0], IDS[2], IDS[3]])
-@settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@examples(3)
 @given(st.data(), st.integers(0, 2**32 - 1))
 def test_wide_channels(op, ic, oc, dtypes, data_, seed):
     """Channel counts that take the other kernels (contiguous im2col, einsum depthwise)."""
