@@ -4,8 +4,7 @@ Integer convolutions subtract the zero points and accumulate exactly (int8 x int
 into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
 round once to the output type. CONV2D, CONV3D and TRANSPOSE_CONV2D run as a patch matrix times
 the weight matrix in BLAS (see kernels.py for why the integer ones stay bit-exact);
-DEPTHWISE_CONV2D as one multiply-add per tap along whole rows of OW * C values (few channels) or
-one einsum over the sliding windows (many).
+DEPTHWISE_CONV2D as one compiled loop over each output's window (compiled.depthwise_rows).
 
 Each works a band of output rows at a time: the band's patches, accumulator, bias and output
 type stay in cache, and so does the `epilogue` the interpreter may fuse in (a CLAMP or RESCALE
@@ -20,12 +19,9 @@ each tap over the outputs whose reads land inside the input (kernels.inside_taps
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import partial
-from itertools import product
 from typing import Protocol
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48, dtype_name, is_float
 from .checking import (
@@ -38,6 +34,7 @@ from .checking import (
     tensor_type,
     zero_point,
 )
+from .compiled import depthwise_rows
 from .kernels import (
     F32,
     I64,
@@ -101,13 +98,15 @@ class Epilogue(Protocol):
     """What the interpreter fuses into a convolution: a band of its result -> that band of the
     final result, of element type `dtype`; it may overwrite the band it is given.
     `from_accumulator` may make the final band of an integer convolution straight from the
-    float accumulator and the bias (None: it cannot)."""
+    accumulator and the bias, whose sum the result would hold as `result_dtype` (None: it
+    cannot)."""
 
     dtype: np.dtype
 
     def __call__(self, band: np.ndarray) -> np.ndarray: ...
 
-    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray) -> np.ndarray | None: ...
+    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
+                         result_dtype: np.dtype) -> np.ndarray | None: ...
 
 
 class _Result:
@@ -133,7 +132,7 @@ class _Result:
         """Rows first.. of the result from their accumulator band (which this may overwrite)."""
         band = None
         if self.epilogue is not None and not is_float(self.out_dtype):
-            band = self.epilogue.from_accumulator(acc, self.bias)
+            band = self.epilogue.from_accumulator(acc, self.bias, self.out_dtype)
         if band is None:
             band = _finish(acc, self.bias, self.out_dtype)
             if self.epilogue is not None:
@@ -248,11 +247,11 @@ POINTWISE_BAND_BYTES = 1 << 20
 """Band size of a 1x1 convolution's accumulator and epilogue temporaries when a type change
 (RESCALE) follows."""
 
-DEPTHWISE_BAND_BYTES = 1 << 21
-"""Band size of a depthwise convolution's accumulator and temporary."""
+DEPTHWISE_BAND_BYTES = 1 << 18
+"""Band size of a depthwise convolution's accumulator."""
 
-_EINSUM_CHANNELS = 64
-"""From this many channels one einsum over a band's sliding windows beats per-tap passes."""
+_NATIVE = frozenset(map(np.dtype, (np.int8, np.int16, np.float32)))
+"""Input types the compiled depthwise loop reads as they are; others become the compute type."""
 
 
 def _depthwise_taps(w: np.ndarray) -> np.ndarray:
@@ -277,74 +276,20 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
     n = input.shape[0]
     result = _Result((n, *out_size, channels * mult), dtype, bias, _out_dtype(input.dtype),
                      epilogue)
-    if _skip_padding(weight, wtaps, pads):
-        x = padded(input, dtype, [], izp)
-        acc = np.zeros((n, *out_size, channels, mult), dtype)
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the spec's NaN
-            for t, outs, ins in inside_taps(input.shape[1:3], pads, (kh, kw), stride, dilation,
-                                            out_size):
-                acc[(slice(None), *outs)] += (x[(slice(None), *ins)][..., None]
-                                              * wtaps[t].reshape(channels, mult))
-        return result.finish(acc.reshape(n, *out_size, channels * mult))
-    xp = padded(input, dtype, pads, izp)
+    x = np.ascontiguousarray(input) if input.dtype in _NATIVE else input.astype(dtype)
     if mult > 1:  # output channel c * M + m reads input channel c
-        xp = np.repeat(xp, mult, axis=-1)
-    if channels * mult >= _EINSUM_CHANNELS:
-        rows_of = partial(_depthwise_einsum, xp, wtaps.reshape(kh, kw, -1), stride, dilation,
-                          out_size[1])
-    else:
-        tiled = prepared(weight, ("runs", wzp, dtype, out_size[1]),
-                         lambda: np.tile(wtaps, (1, out_size[1])))
-        rows_of = partial(_depthwise_runs, xp, tiled, (kh, kw), stride, dilation)
-    row_bytes = 2 * n * out_size[1] * channels * mult * dtype.itemsize
+        x = np.repeat(x, mult, axis=-1)
+    w = wtaps.reshape(kh, kw, channels * mult)
+    zero_point = dtype.type(izp)
+    shape = (n, out_size[1], channels * mult)
+    row_bytes = n * out_size[1] * channels * mult * dtype.itemsize
     for start, end in bands(0, out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
-        acc = rows_of(start, end, result.target(start, end))
-        result.put(start, acc.reshape(n, end - start, out_size[1], channels * mult))
+        acc = result.target(start, end)
+        if acc is None:
+            acc = np.empty((shape[0], end - start, *shape[1:]), dtype)
+        depthwise_rows(x, zero_point, w, pads[0][0], pads[1][0], *stride, *dilation, start, acc)
+        result.put(start, acc)
     return result.array
-
-
-def _depthwise_einsum(xp: np.ndarray, w: np.ndarray, stride: list[int], dilation: list[int],
-                      out_width: int, first: int, stop: int,
-                      target: np.ndarray | None) -> np.ndarray:
-    """Output rows first..stop of a depthwise convolution (multiplier 1) of padded xp, as
-    [N, rows, OW, C]: one einsum summing each channel's window, w [KH, KW, C]."""
-    (kh, kw), (sy, sx), (dy, dx) = w.shape[:2], stride, dilation
-    rows = stop - first
-    band = xp[:, first * sy:first * sy + (rows - 1) * sy + (kh - 1) * dy + 1]
-    windows = sliding_window_view(band, ((kh - 1) * dy + 1, (kw - 1) * dx + 1), axis=(1, 2))
-    windows = windows[:, ::sy, :(out_width - 1) * sx + 1:sx, :, ::dy, ::dx]
-    if target is None:
-        return np.einsum("nhwcij,ijc->nhwc", windows, w)
-    return np.einsum("nhwcij,ijc->nhwc", windows, w, out=target)
-
-
-def _depthwise_runs(xp: np.ndarray, tiled: np.ndarray, kernel: tuple[int, int],
-                    stride: list[int], dilation: list[int], first: int, stop: int,
-                    target: np.ndarray | None) -> np.ndarray:
-    """Output rows first..stop of a depthwise convolution (multiplier 1) of padded xp, as
-    [N, rows, OW * C]: per tap, one multiply-add along whole rows of OW * C values, with
-    `tiled` holding each tap's weights repeated OW times. With a stride across, the band's
-    input columns are first split into `stride` phases, each contiguous."""
-    n = xp.shape[0]
-    rows, run = stop - first, tiled.shape[1]
-    width = run // xp.shape[-1]
-    (sy, sx), (dy, dx) = stride, dilation
-    top = first * sy
-    band = xp[:, top:top + (rows - 1) * sy + (kernel[0] - 1) * dy + 1]
-    phases = [band] if sx == 1 else [np.ascontiguousarray(band[:, :, p::sx]) for p in range(sx)]
-    shape = (n, rows, run)
-    acc = np.empty(shape, xp.dtype) if target is None else target.reshape(shape)
-    tmp = np.empty(shape, xp.dtype)
-    for t, (ky, kx) in enumerate(product(range(kernel[0]), range(kernel[1]))):
-        phase, column = phases[kx * dx % sx], kx * dx // sx
-        view = phase[:, ky * dy:ky * dy + (rows - 1) * sy + 1:sy, column:column + width]
-        view = view.reshape(shape)  # a view: each row's OW * C values are contiguous
-        if t == 0:
-            np.multiply(view, tiled[t], out=acc)
-        else:
-            np.multiply(view, tiled[t], out=tmp)
-            acc += tmp
-    return acc
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:

@@ -21,9 +21,9 @@ Call convention (the graph interpreter relies on it):
     where the result dtype allows (the interpreter uses it on the bands a producer hands over).
     `@fn.from_accumulator` registers, for an op fused after an integer convolution, a factory
     called once at plan time with the op's other operands: it returns None, or a function
-    `(acc, bias)` taking the convolution's float accumulator (exact integers) and bias in place
-    of the int32 tensor they make, which returns the same result, or None where it cannot be
-    exact (the int32 tensor is then made).
+    `(acc, bias, result_dtype)` taking the convolution's accumulator (float or int64, exact
+    integers) and bias in place of the tensor of `result_dtype` (int32 or int48) they make,
+    which returns the same result.
   * The function returns one numpy array (a tuple of arrays for FFT2D and RFFT2D) whose dtype
     and shape are exactly the result type the graph declares. Operands are read-only: never
     modify them (constants are shared by every run).

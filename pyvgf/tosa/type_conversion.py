@@ -16,12 +16,9 @@ from ._common import (
     I32,
     I48,
     INTS,
-    apply_scale_16,
-    apply_scale_32,
     dtype_name,
     int_max,
     int_min,
-    wrap,
 )
 from .checking import (
     const_array,
@@ -34,6 +31,7 @@ from .checking import (
     result_type,
     tensor_type,
 )
+from .compiled import rescale_rows
 from .kernels import prepared
 from .registry import tosa_op
 
@@ -103,132 +101,83 @@ def rescale(
     input_zp: np.ndarray,
     output_zp: np.ndarray,
 ) -> np.ndarray:
+    """Per channel c: apply_scale(input - input_zp, multiplier[c], shift[c]) + output_zp,
+    saturated to the result type; one compiled pass in int64 (compiled.rescale_rows).
+    Results outside int32 break a REQUIRE of the specification (unpredictable); they saturate
+    here."""
     in_dtype = input.dtype
-    out_dtype = np.asarray(output_zp).dtype
-    if scale32 and rounding_mode != DOUBLE_ROUND and not input_unsigned and not output_unsigned:
-        izp, ozp = _zero_point(input_zp, in_dtype, False), _zero_point(output_zp, out_dtype, False)
-        return _scale32(multiplier, shift, per_channel, izp, ozp).apply(input, out_dtype)
-    value = input.astype(np.int64)
+    izp = _zero_point(input_zp, in_dtype, input_unsigned)
+    scaling = _rescaling(multiplier, shift, per_channel, rounding_mode == DOUBLE_ROUND,
+                         np.asarray(output_zp), output_unsigned)
     if input_unsigned:
-        value &= (1 << (8 * in_dtype.itemsize)) - 1
-    value -= _zero_point(input_zp, in_dtype, input_unsigned)
-    mult = np.asarray(multiplier, dtype=np.int64).reshape(-1)
-    shifts = np.asarray(shift, dtype=np.int64).reshape(-1)
-    if not per_channel:
-        mult, shifts = mult[:1], shifts[:1]
-    if scale32:
-        scaled = apply_scale_32(value, mult, shifts, rounding_mode == DOUBLE_ROUND)
-    else:
-        scaled = apply_scale_16(value, mult, shifts)
-    # Results outside int32 break a REQUIRE of the spec (unpredictable); they saturate here.
-    scaled += _zero_point(output_zp, out_dtype, output_unsigned)
-    if output_unsigned:
-        np.clip(scaled, 0, (1 << (8 * out_dtype.itemsize)) - 1, out=scaled)
-        return wrap(scaled, out_dtype)
-    np.clip(scaled, int_min(out_dtype), int_max(out_dtype), out=scaled)
-    return scaled.astype(out_dtype)
+        input = input.view(np.dtype(f"u{in_dtype.itemsize}"))  # noqa: A001
+    return scaling.apply(input, -izp, 0)
 
 
-def _scale32(multiplier: np.ndarray, shift: np.ndarray, per_channel: bool, izp: int,
-             ozp: int) -> _Scale32:
-    """The prepared common case, made once per constant multiplier and shift."""
-    return prepared(multiplier, ("rescale32", per_channel, np.asarray(shift).tobytes(), izp, ozp),
-                    lambda: _Scale32(multiplier, shift, per_channel, izp, ozp))
+def _rescaling(multiplier: np.ndarray, shift: np.ndarray, per_channel: bool, double_round: bool,
+               output_zp: np.ndarray, output_unsigned: bool) -> _Rescaling:
+    """The prepared factors, made once per constant multiplier and shift."""
+    key = ("rescale", np.asarray(shift).tobytes(), per_channel, double_round, output_zp.dtype,
+           _zero_point(output_zp, output_zp.dtype, output_unsigned), output_unsigned)
+    return prepared(multiplier, key, lambda: _Rescaling(multiplier, shift, per_channel,
+                                                        double_round, output_zp, output_unsigned))
 
 
-class _Scale32:
-    """RESCALE's common case (scale32, single rounding, signed), prepared once per multiplier
-    and shift, with the general path's arithmetic: for v = input and per-channel m, s,
+class _Rescaling:
+    """RESCALE's factors as int64 vectors of one entry per channel (one for all when not
+    per_channel), its output zero point and saturation bounds."""
 
-        (((v - izp) * m + 2**(s-1)) >> s) + ozp  ==  floor((v * m + k) / 2**s),
-        k = 2**(s-1) - izp * m + ozp * 2**s
-
-    (an arithmetic shift is a floor division, so whole multiples of 2**s pass through it).
-    When every v * m + k is an integer below 2**53 in magnitude, float64 computes
-    v * (m / 2**s) + k / 2**s exactly (scaling by a power of two is exact, and so is a sum
-    whose exact value is representable), and floor gives the same integer. Otherwise int64
-    does it. Per-channel factors are repeated along each row of the input, so every pass runs
-    along whole rows rather than one channel count at a time."""
-
-    def __init__(self, multiplier: np.ndarray, shift: np.ndarray, per_channel: bool, izp: int,
-                 ozp: int):
+    def __init__(self, multiplier: np.ndarray, shift: np.ndarray, per_channel: bool,
+                 double_round: bool, output_zp: np.ndarray, output_unsigned: bool):
         count = None if per_channel else 1
-        self.mult = np.asarray(multiplier, dtype=np.int64).reshape(-1)[:count]
-        self.shifts = np.asarray(shift, dtype=np.int64).reshape(-1)[:count]
-        self.izp, self.ozp, self.per_channel = izp, ozp, per_channel
-        self.top = int(self.shifts.max(initial=2))
-        self.widest = int(np.abs(self.mult).max(initial=0))
-        self.scale = np.ldexp(self.mult.astype(np.float64), -self.shifts)
-        self.offset = 0.5 - izp * self.scale + ozp  # k / 2**s, each term exact under the bound
-        self._rows: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    def _along(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """x as float64 rows of its last two axes, and the factors repeated to match."""
-        if not self.per_channel or x.ndim < 2 or x.size == 0:
-            return x.astype(np.float64), self.scale, self.offset
-        reps = x.shape[-2]
-        tiled = self._rows.get(reps)
-        if tiled is None:
-            tiled = self._rows[reps] = (np.tile(self.scale, reps), np.tile(self.offset, reps))
-        return x.reshape(-1, reps * x.shape[-1]).astype(np.float64), *tiled
-
-    def apply(self, input: np.ndarray, out_dtype: np.dtype) -> np.ndarray:  # noqa: A002
-        lo, hi = int_min(out_dtype), int_max(out_dtype)
-        reach = ((1 << (self.top - 1)) + (abs(self.izp) + _magnitude(input)) * self.widest
-                 + (abs(self.ozp) << self.top))  # bounds every |v * m + k|
-        if reach < 2**53:
-            value, scale, offset = self._along(input)
-            value *= scale
-            value += offset
-            np.floor(value, out=value)
+        self.multiplier = np.asarray(multiplier, dtype=np.int64).reshape(-1)[:count]
+        self.shift = np.asarray(shift, dtype=np.int64).reshape(-1)[:count]
+        self.double_round = double_round
+        self.out_dtype = output_zp.dtype
+        self.output_zp = _zero_point(output_zp, self.out_dtype, output_unsigned)
+        if output_unsigned:
+            self.low, self.high = 0, (1 << (8 * self.out_dtype.itemsize)) - 1
         else:
-            value = np.multiply(input, self.mult, dtype=np.int64)
-            addend = np.left_shift(np.int64(1), self.shifts - 1) - self.izp * self.mult
-            fold = abs(self.ozp).bit_length() + self.top <= 60
-            if fold:
-                addend += np.left_shift(np.int64(self.ozp), self.shifts)
-            value += addend
-            value >>= self.shifts
-            if not fold:
-                value += self.ozp
-        np.clip(value, lo, hi, out=value)
-        return value.astype(out_dtype).reshape(input.shape)
+            self.low, self.high = int_min(self.out_dtype), int_max(self.out_dtype)
+        self._factors: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+
+    def apply(self, x: np.ndarray, add: int | np.ndarray, wrap_bits: int) -> np.ndarray:
+        """The rescaled x + add (an integer, or a vector of one per channel), x + add first
+        wrapped to `wrap_bits` bits unless 0."""
+        channels = x.shape[-1] if x.ndim else 1
+        rows = x.reshape(-1, channels)
+        out = np.empty(x.shape, self.out_dtype)
+        factors = self._factors.get(channels)
+        if factors is None:
+            factors = self._factors[channels] = (_per_channel(self.multiplier, channels),
+                                                 _per_channel(self.shift, channels))
+        if isinstance(add, np.ndarray):
+            offset = prepared(add, ("offset", channels), lambda: _per_channel(add, channels))
+        else:
+            offset = np.full(channels, add, np.int64)
+        rescale_rows(rows, offset, wrap_bits, *factors, self.double_round, self.output_zp,
+                     self.low, self.high, out.reshape(rows.shape))
+        return out
+
+
+def _per_channel(values: np.ndarray, channels: int) -> np.ndarray:
+    """values (one, or one per channel) as a contiguous int64 vector of `channels` entries."""
+    return np.ascontiguousarray(np.broadcast_to(np.asarray(values, np.int64).reshape(-1),
+                                                (channels,)))
 
 
 class _FromAccumulator:
-    """RESCALE of an integer convolution's result acc + bias, taken from its float accumulator
-    (exact integers) and bias without making that int32 tensor: the bias joins the per-channel
-    offset. Declines (None) where acc + bias may leave int32 or some v * m + k reach 2**53."""
+    """RESCALE of an integer convolution's result acc + bias, straight from its accumulator
+    (float or int64, holding exact integers) and bias: the sum wraps as the convolution's
+    int32 (or int48) result would, without that tensor being made. The RESCALE check holds
+    input_zp at 0 for those types."""
 
-    def __init__(self, scaling: _Scale32, out_dtype: np.dtype):
-        self.scaling, self.out_dtype = scaling, out_dtype
-        self._factors: dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray, int]] = {}
+    def __init__(self, scaling: _Rescaling):
+        self.scaling = scaling
+        self.dtype = scaling.out_dtype
 
-    def _prepare(self, bias: np.ndarray, channels: int,
-                 reps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-        biases = np.broadcast_to(np.asarray(bias, np.int64).reshape(-1), (channels,))
-        scale = np.broadcast_to(self.scaling.scale, (channels,))
-        offset = self.scaling.offset + biases * scale  # (k + bias * m) / 2**s, exact under the bound
-        return bias, np.tile(scale, reps), np.tile(offset, reps), int(np.abs(biases).max())
-
-    def __call__(self, acc: np.ndarray, bias: np.ndarray) -> np.ndarray | None:
-        if acc.ndim < 2 or acc.size == 0 or not acc.flags.c_contiguous:
-            return None
-        reps, s = acc.shape[-2], self.scaling
-        entry = self._factors.get((reps, id(bias)))
-        if entry is None or entry[0] is not bias:
-            entry = self._factors[(reps, id(bias))] = self._prepare(bias, acc.shape[-1], reps)
-        _, scale, offset, widest_bias = entry
-        value = max(-float(acc.min()), float(acc.max())) + widest_bias
-        reach = (1 << (s.top - 1)) + (abs(s.izp) + value) * s.widest + (abs(s.ozp) << s.top)
-        if value >= 2**31 or reach >= 2**53:
-            return None
-        rows = acc.reshape(-1, reps * acc.shape[-1]).astype(np.float64)
-        rows *= scale
-        rows += offset
-        np.floor(rows, out=rows)
-        np.clip(rows, int_min(self.out_dtype), int_max(self.out_dtype), out=rows)
-        return rows.astype(self.out_dtype).reshape(acc.shape)
+    def __call__(self, acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray:
+        return self.scaling.apply(acc, bias, 48 if result_dtype == I48 else 32)
 
 
 @rescale.from_accumulator
@@ -243,23 +192,11 @@ def _rescale_accumulated(
     shift: np.ndarray,
     input_zp: np.ndarray,
     output_zp: np.ndarray,
-) -> _FromAccumulator | None:
-    """RESCALE fused after an integer convolution, prepared at plan time: the common case
-    only (scale32, single rounding, signed)."""
-    if not scale32 or rounding_mode == DOUBLE_ROUND or input_unsigned or output_unsigned:
-        return None
-    out_dtype = np.asarray(output_zp).dtype
-    izp = _zero_point(input_zp, np.asarray(input_zp).dtype, False)
-    ozp = _zero_point(output_zp, out_dtype, False)
-    return _FromAccumulator(_scale32(multiplier, shift, per_channel, izp, ozp), out_dtype)
-
-
-def _magnitude(x: np.ndarray) -> int:
-    """The largest |x|: from the dtype for narrow integers, else from the values."""
-    if x.dtype.itemsize <= 2 or x.size == 0:
-        info = np.iinfo(x.dtype)
-        return max(-int(info.min), int(info.max)) if x.size else 0
-    return max(-int(x.min()), int(x.max()))
+) -> _FromAccumulator:
+    """RESCALE fused after an integer convolution, prepared at plan time."""
+    return _FromAccumulator(_rescaling(multiplier, shift, per_channel,
+                                       rounding_mode == DOUBLE_ROUND, np.asarray(output_zp),
+                                       output_unsigned))
 
 
 @rescale.check
