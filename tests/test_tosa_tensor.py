@@ -19,7 +19,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
-from pyvgf.tosa import OPS, kernels
+from pyvgf.tosa import OPS, conv, kernels
 from pyvgf.tosa.kernels import prepared
 from pyvgf.types import TensorType
 
@@ -180,7 +180,8 @@ WIDE = [("CONV2D", 20, 3), ("DEPTHWISE_CONV2D", 64, 1), ("DEPTHWISE_CONV2D", 70,
 @examples(3)
 @given(st.data(), st.integers(0, 2**32 - 1))
 def test_wide_channels(op, ic, oc, dtypes, data_, seed):
-    """Channel counts that take the other kernels (contiguous im2col, einsum depthwise)."""
+    """Channel counts that take other paths (contiguous im2col; depthwise rows wider than a
+    SIMD vector)."""
     geometry = data_.draw(windows(2))
     run_conv_case(conv_case(op, dtypes, geometry, 1, ic, oc, seed, data_.draw(st.booleans())))
 
@@ -189,11 +190,13 @@ def test_wide_channels(op, ic, oc, dtypes, data_, seed):
                          ids=[IDS[0], IDS[2], IDS[3]])
 @pytest.mark.parametrize("n,ic", [(1, 3), (2, 20)], ids=["n1-transposed", "n2-contiguous"])
 def test_conv_in_bands_of_output_rows(dtypes, n, ic, monkeypatch):
-    """Bands of one or two output rows (a tiny BAND_BYTES) give the same result as one pass."""
+    """Bands of one or two output rows (tiny BAND_BYTES) give the same result as one pass."""
     monkeypatch.setattr(kernels, "BAND_BYTES", 1 << 9)
+    monkeypatch.setattr(conv, "DEPTHWISE_BAND_BYTES", 1 << 7)
     for op, geometry in (("CONV2D", ([9, 7], [3, 2], [1, 1, 0, 1], [2, 1], [1, 2])),
                          ("CONV3D", ([3, 7, 5], [2, 3, 1], [1, 0, 1, 1, 0, 0], [1, 2, 1],
-                                     [1, 1, 1]))):
+                                     [1, 1, 1])),
+                         ("DEPTHWISE_CONV2D", ([9, 7], [3, 2], [1, 1, 0, 1], [2, 1], [1, 2]))):
         run_conv_case(conv_case(op, dtypes, geometry, n, ic, 4, 11, False))
 
 
