@@ -198,14 +198,12 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
         return result.finish(acc)
     xp = padded(input, dtype, pads, izp)
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
-        if result.direct:  # one GEMM into the result, finished in place
-            acc = _gemm(xp.reshape(-1, xp.shape[-1]), wmat, result.target(0, out_size[0]))
-            return result.finish(acc.reshape(n, *out_size, oc))
-        # A type change follows: bands of one GEMM each, their temporaries reused in cache.
+        # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
         row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
         for first, stop in bands(0, out_size[0], row_bytes, POINTWISE_BAND_BYTES):
             cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
-            result.put(first, (cols @ wmat).reshape(n, stop - first, *out_size[1:], oc))
+            acc = _gemm(cols, wmat, result.target(first, stop))
+            result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
         return result.array
     # Bands of output rows: each band's patch matrix is small enough to stay in cache.
     row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
@@ -244,8 +242,7 @@ def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp:
 
 
 POINTWISE_BAND_BYTES = 1 << 20
-"""Band size of a 1x1 convolution's accumulator and epilogue temporaries when a type change
-(RESCALE) follows."""
+"""Band size of a 1x1 convolution's accumulator and epilogue temporaries."""
 
 DEPTHWISE_BAND_BYTES = 1 << 18
 """Band size of a depthwise convolution's accumulator."""
