@@ -1,5 +1,5 @@
 """Helpers shared by the TOSA operator modules: dtype classes and names, integer
-wrap/saturation, the specification's apply_scale_32/16, and NaN-mode aware min/max.
+wrap/saturation, and NaN-mode aware min/max.
 (The plan-time checks are in checking.py.)"""
 
 from __future__ import annotations
@@ -87,33 +87,6 @@ def float_op(fn: Callable[..., np.ndarray], out_dtype: np.dtype, *inputs: np.nda
     with np.errstate(all="ignore"):
         out = np.asarray(fn(*args)).astype(np.float32, copy=False)
     return out.astype(out_dtype, copy=False)
-
-
-def apply_scale_32(
-    value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray, double_round: bool
-) -> np.ndarray:
-    """The specification's apply_scale_32, elementwise on int64 arrays (multiplier and shift
-    broadcast against value)."""
-    value = np.asarray(value, dtype=np.int64)
-    shift = np.asarray(shift, dtype=np.int64)
-    result = value * np.asarray(multiplier, dtype=np.int64)
-    result += np.left_shift(np.int64(1), shift - 1)
-    if double_round:
-        adjust = np.where(shift > 31, np.int64(1 << 30), np.int64(0))
-        if adjust.any():
-            result += adjust
-            np.subtract(result, 2 * adjust, out=result, where=value < 0)
-    result >>= shift
-    return result
-
-
-def apply_scale_16(value: np.ndarray, multiplier: np.ndarray, shift: np.ndarray) -> np.ndarray:
-    """The specification's apply_scale_16, elementwise on int64 arrays."""
-    shift = np.asarray(shift, dtype=np.int64)
-    result = np.asarray(value, dtype=np.int64) * np.asarray(multiplier, dtype=np.int64)
-    result += np.left_shift(np.int64(1), shift - 1)
-    result >>= shift
-    return result
 
 
 def nan_maximum(a: np.ndarray, b: np.ndarray, nan_mode: int) -> np.ndarray:
