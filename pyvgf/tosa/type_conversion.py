@@ -103,8 +103,9 @@ def rescale(
 ) -> np.ndarray:
     """Per channel c: apply_scale(input - input_zp, multiplier[c], shift[c]) + output_zp,
     saturated to the result type; one compiled pass in int64 (compiled.rescale_rows).
-    Results outside int32 break a REQUIRE of the specification (unpredictable); they saturate
-    here."""
+    apply_scale_32 and apply_scale_16 are the same arithmetic: scale32 sets only the
+    multiplier's width and whether DOUBLE_ROUND is allowed, both checked at plan time. Results
+    outside int32 break a REQUIRE of the specification (unpredictable); they saturate here."""
     in_dtype = input.dtype
     izp = _zero_point(input_zp, in_dtype, input_unsigned)
     scaling = _rescaling(multiplier, shift, per_channel, rounding_mode == DOUBLE_ROUND,
