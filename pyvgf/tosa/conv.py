@@ -12,8 +12,9 @@ reading only this result; see interpreter.py), which then finishes each band in 
 separate pass over the whole tensor.
 
 The specification skips padded taps rather than multiplying them: with a non-finite float
-weight (0 x inf is NaN) and padding, CONV2D, CONV3D and DEPTHWISE_CONV2D instead accumulate
-each tap over the outputs whose reads land inside the input (kernels.inside_taps).
+weight (0 x inf is NaN) and padding, CONV2D and CONV3D instead accumulate each tap over the
+outputs whose reads land inside the input (kernels.inside_taps); the depthwise loop always
+skips them.
 """
 
 from __future__ import annotations
@@ -278,12 +279,11 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
         x = np.repeat(x, mult, axis=-1)
     w = wtaps.reshape(kh, kw, channels * mult)
     zero_point = dtype.type(izp)
-    shape = (n, out_size[1], channels * mult)
     row_bytes = n * out_size[1] * channels * mult * dtype.itemsize
     for start, end in bands(0, out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
         acc = result.target(start, end)
         if acc is None:
-            acc = np.empty((shape[0], end - start, *shape[1:]), dtype)
+            acc = np.empty((n, end - start, out_size[1], channels * mult), dtype)
         depthwise_rows(x, zero_point, w, pads[0][0], pads[1][0], *stride, *dilation, start, acc)
         result.put(start, acc)
     return result.array
