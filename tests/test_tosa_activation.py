@@ -126,3 +126,24 @@ def test_clamp_checks():
         )
     with pytest.raises(TosaError, match="input element type must be one of"):
         run_op("SIGMOID", TensorType(I8, (2,)), input=np.zeros(2, I8))
+
+
+@pytest.mark.parametrize("nan_mode", [1, 2], ids=["propagate", "ignore"])
+@pytest.mark.parametrize("bias_size", [1, 5])
+def test_clamp_fused_after_a_convolution_equals_clamp_of_its_result(nan_mode, bias_size):
+    """CLAMP's accumulator form (bias and clamp in one pass, in place) gives CLAMP of
+    accumulator + bias for an fp32 result, NaN and infinities included, and declines others."""
+    from pyvgf.tosa.activation import _clamp_accumulated, clamp
+
+    rng = np.random.default_rng(bias_size)
+    acc = (rng.standard_normal((2, 3, 4, 5)) * 8).astype(np.float32)
+    acc[0, 0, 0] = [np.nan, np.inf, -np.inf, -0.0, 6.0]
+    bias = rng.standard_normal(bias_size).astype(np.float32)
+    bounds = dict(min_val=0.0, max_val=6.0, nan_mode=nan_mode)
+    want = clamp(input=acc + bias, **bounds)
+    form = _clamp_accumulated(**bounds)
+    got = form(acc.copy(), bias, np.dtype(np.float32))
+    np.testing.assert_array_equal(got, want)
+    assert np.signbit(got).tolist() == np.signbit(want).tolist()
+    assert form(acc.astype(np.float64), bias, np.dtype(np.float64)) is None
+    assert form(acc, bias, np.dtype(np.float16)) is None

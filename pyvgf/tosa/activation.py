@@ -25,6 +25,8 @@ from .checking import (
     result_type,
     tensor_type,
 )
+from .compiled import bias_clamp_rows
+from .kernels import prepared
 from .registry import tosa_op
 
 _ERF_TERMS = 80
@@ -98,6 +100,29 @@ def _clip_float(x: np.ndarray, min_val: float, max_val: float, nan_mode: int,
     if nan_mode != NAN_PROPAGATE:
         np.copyto(out, min_val, where=np.isnan(out))
     return out
+
+
+@clamp.from_accumulator
+def _clamp_accumulated(*, min_val: float | int, max_val: float | int,
+                       nan_mode: int) -> _BiasClamp:
+    """CLAMP fused after a convolution: for an fp32 result, bias and clamp in one compiled
+    pass over the accumulator."""
+    return _BiasClamp(np.float32(min_val), np.float32(max_val), nan_mode != NAN_PROPAGATE)
+
+
+class _BiasClamp:
+    def __init__(self, low: np.float32, high: np.float32, nan_to_low: bool):
+        self.low, self.high, self.nan_to_low = low, high, nan_to_low
+
+    def __call__(self, acc: np.ndarray, bias: np.ndarray,
+                 result_dtype: np.dtype) -> np.ndarray | None:
+        if acc.dtype != np.float32 or result_dtype != np.float32 or not acc.flags.c_contiguous:
+            return None
+        channels = acc.shape[-1] if acc.ndim else 1
+        vector = prepared(bias, ("fp32 per channel", channels), lambda: np.ascontiguousarray(
+            np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (channels,))))
+        bias_clamp_rows(acc.reshape(-1, channels), vector, self.low, self.high, self.nan_to_low)
+        return acc
 
 
 @clamp.check

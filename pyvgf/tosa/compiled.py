@@ -1,8 +1,8 @@
 """The loops numpy cannot run in one pass, compiled by numba.
 
-A depthwise window and RESCALE's 64-bit integer arithmetic are a handful of operations per
-element; as numpy calls each is one pass over memory per operation (17 for a 3x3 window), as a
-loop it is one. numba compiles each function for the argument types it first meets and caches
+A depthwise window, RESCALE's 64-bit integer arithmetic and a convolution's bias + CLAMP are a
+handful of operations per element; as numpy calls each is one pass over memory per operation (17
+for a 3x3 window), as a loop it is one. numba compiles each function for the argument types it first meets and caches
 the machine code on disk (`cache=True`), so a model's first run in a new process loads it rather
 than compiling again. The loops keep the specification's order of operations: floats are
 multiplied and added one step at a time in kernel-tap order (no fused multiply-add, no
@@ -74,3 +74,21 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
                 rounding += (np.int64(1) << 30) if v >= 0 else -(np.int64(1) << 30)
             y = ((v * multiplier[c] + rounding) >> s) + output_zp
             out[i, c] = min(max(y, low), high)
+
+
+@njit(cache=True, nogil=True)
+def bias_clamp_rows(x: np.ndarray, bias: np.ndarray, low: float, high: float,
+                    nan_to_low: bool) -> None:
+    """In place on x [rows, C]: x + bias[c], clamped to [low, high] in x's type; NaN stays NaN
+    (or becomes low when nan_to_low), as numpy's clip followed by copyto does."""
+    rows, channels = x.shape
+    for i in range(rows):
+        for c in range(channels):
+            v = x[i, c] + bias[c]
+            if v < low:
+                v = low
+            elif v > high:
+                v = high
+            elif nan_to_low and v != v:
+                v = low
+            x[i, c] = v

@@ -98,9 +98,9 @@ def _matrix(weight: np.ndarray, weight_zp: int, dtype: np.dtype,
 class Epilogue(Protocol):
     """What the interpreter fuses into a convolution: a band of its result -> that band of the
     final result, of element type `dtype`; it may overwrite the band it is given.
-    `from_accumulator` may make the final band of an integer convolution straight from the
-    accumulator and the bias, whose sum the result would hold as `result_dtype` (None: it
-    cannot)."""
+    `from_accumulator` may make the final band straight from the accumulator and the bias,
+    whose sum the result would hold as `result_dtype`, overwriting the accumulator where it can
+    (None: it cannot)."""
 
     dtype: np.dtype
 
@@ -132,7 +132,7 @@ class _Result:
     def put(self, first: int, acc: np.ndarray) -> None:
         """Rows first.. of the result from their accumulator band (which this may overwrite)."""
         band = None
-        if self.epilogue is not None and not is_float(self.out_dtype):
+        if self.epilogue is not None:
             band = self.epilogue.from_accumulator(acc, self.bias, self.out_dtype)
         if band is None:
             band = _finish(acc, self.bias, self.out_dtype)

@@ -85,13 +85,13 @@ class _Epilogue:
 
     def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
                          result_dtype: np.dtype) -> np.ndarray | None:
-        """The finished band from an integer convolution's accumulator and bias (its result
-        would be acc + bias as `result_dtype`), when the first op has that form; else None."""
+        """The finished band from a convolution's accumulator and bias (its result would be
+        acc + bias as `result_dtype`), when the first op has that form for them; else None."""
         form = self._accumulated
         if form is None:
             return None
         band = _guard(self.chain[0][0], lambda: form(acc, bias, result_dtype))  # type: ignore[operator]
-        return self._rest(band, 1)  # type: ignore[arg-type]
+        return None if band is None else self._rest(band, 1)  # type: ignore[arg-type]
 
     def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
         for node, opdef, static in self.chain[start:]:

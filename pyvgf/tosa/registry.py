@@ -19,11 +19,11 @@ Call convention (the graph interpreter relies on it):
     its result, so the interpreter may fuse it into its producer as that epilogue.
     `@fn.inplace` registers its form for temporaries: the same result, computed into `input`
     where the result dtype allows (the interpreter uses it on the bands a producer hands over).
-    `@fn.from_accumulator` registers, for an op fused after an integer convolution, a factory
-    called once at plan time with the op's other operands: it returns None, or a function
-    `(acc, bias, result_dtype)` taking the convolution's accumulator (float or int64, exact
-    integers) and bias in place of the tensor of `result_dtype` (int32 or int48) they make,
-    which returns the same result.
+    `@fn.from_accumulator` registers, for an op fused after a convolution, a factory called
+    once at plan time with the op's other operands: it returns None, or a function
+    `(acc, bias, result_dtype)` taking the convolution's accumulator (for integers float or
+    int64 holding exact integers) and bias in place of the tensor of `result_dtype` they make,
+    which returns the same result (it may overwrite acc), or None where it does not apply.
   * The function returns one numpy array (a tuple of arrays for FFT2D and RFFT2D) whose dtype
     and shape are exactly the result type the graph declares. Operands are read-only: never
     modify them (constants are shared by every run).
