@@ -26,7 +26,7 @@ from .checking import (
     tensor_type,
 )
 from .compiled import bias_clamp_rows
-from .kernels import prepared
+from .kernels import per_channel
 from .registry import tosa_op
 
 _ERF_TERMS = 80
@@ -119,9 +119,8 @@ class _BiasClamp:
         if acc.dtype != np.float32 or result_dtype != np.float32 or not acc.flags.c_contiguous:
             return None
         channels = acc.shape[-1] if acc.ndim else 1
-        vector = prepared(bias, ("fp32 per channel", channels), lambda: np.ascontiguousarray(
-            np.broadcast_to(np.asarray(bias, np.float32).reshape(-1), (channels,))))
-        bias_clamp_rows(acc.reshape(-1, channels), vector, self.low, self.high, self.nan_to_low)
+        bias_clamp_rows(acc.reshape(-1, channels), per_channel(bias, channels, np.float32),
+                        self.low, self.high, self.nan_to_low)
         return acc
 
 

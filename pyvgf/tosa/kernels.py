@@ -100,6 +100,13 @@ def along_rows(x: np.ndarray, vector: np.ndarray) -> tuple[np.ndarray, np.ndarra
             prepared(vector, ("along_rows", reps), lambda: np.tile(vector, reps)))
 
 
+def per_channel(values: np.ndarray, channels: int, dtype: np.dtype) -> np.ndarray:
+    """values (one, or one per channel) as a contiguous vector of `channels` entries of `dtype`
+    (prepared once for a constant)."""
+    return prepared(values, ("per_channel", channels, np.dtype(dtype)), lambda: np.ascontiguousarray(
+        np.broadcast_to(np.asarray(values, dtype).reshape(-1), (channels,))))
+
+
 def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
            offset: float = 0, fill: float = 0) -> np.ndarray:
     """x - offset as `dtype`, with spatial axes 1.. padded by `pads` (before, after) with fill.

@@ -32,7 +32,7 @@ from .checking import (
     tensor_type,
 )
 from .compiled import rescale_rows
-from .kernels import prepared
+from .kernels import I64, per_channel, prepared
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -150,21 +150,15 @@ class _Rescaling:
         out = np.empty(x.shape, self.out_dtype)
         factors = self._factors.get(channels)
         if factors is None:
-            factors = self._factors[channels] = (_per_channel(self.multiplier, channels),
-                                                 _per_channel(self.shift, channels))
+            factors = self._factors[channels] = (per_channel(self.multiplier, channels, I64),
+                                                 per_channel(self.shift, channels, I64))
         if isinstance(add, np.ndarray):
-            offset = prepared(add, ("offset", channels), lambda: _per_channel(add, channels))
+            offset = per_channel(add, channels, I64)
         else:
-            offset = np.full(channels, add, np.int64)
+            offset = np.full(channels, add, I64)
         rescale_rows(rows, offset, wrap_bits, *factors, self.double_round, self.output_zp,
                      self.low, self.high, out.reshape(rows.shape))
         return out
-
-
-def _per_channel(values: np.ndarray, channels: int) -> np.ndarray:
-    """values (one, or one per channel) as a contiguous int64 vector of `channels` entries."""
-    return np.ascontiguousarray(np.broadcast_to(np.asarray(values, np.int64).reshape(-1),
-                                                (channels,)))
 
 
 class _FromAccumulator:
