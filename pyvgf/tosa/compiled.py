@@ -57,12 +57,22 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
     (v * multiplier[c] + 2**(shift[c]-1), with double rounding's +-2**30 when shift > 31,
     arithmetically shifted right by shift[c]), plus output_zp, clamped to [low, high] and
     stored with out's type (an unsigned result is stored as its bit pattern)."""
-    rows, channels = x.shape
-    if wrap_bits:
-        half = np.int64(1) << (wrap_bits - 1)
-        mask = (half << 1) - 1
+    if double_round:
+        _rescale_loop(x, offset, wrap_bits, multiplier, shift, True, output_zp, low, high, out)
+    elif wrap_bits == 32:  # a convolution's int32 result: the common case, as constants
+        _rescale_loop(x, offset, 32, multiplier, shift, False, output_zp, low, high, out)
     else:
-        half = mask = np.int64(0)
+        _rescale_loop(x, offset, wrap_bits, multiplier, shift, False, output_zp, low, high, out)
+
+
+@njit(cache=True, nogil=True)
+def _rescale_loop(x, offset, wrap_bits, multiplier, shift, double_round, output_zp,  # noqa: ANN001
+                  low, high, out):
+    """rescale_rows' loop; called with constant flags, each call compiles to a loop without
+    their branches."""
+    rows, channels = x.shape
+    half = np.int64(1) << (wrap_bits - 1) if wrap_bits else np.int64(0)
+    mask = (half << 1) - 1
     for i in range(rows):
         for c in range(channels):
             v = np.int64(x[i, c]) + offset[c]
