@@ -1,21 +1,38 @@
 """The loops numpy cannot run in one pass, compiled by numba.
 
 A depthwise window, RESCALE's 64-bit integer arithmetic and a convolution's bias + CLAMP are a
-handful of operations per element; as numpy calls each is one pass over memory per operation (17
-for a 3x3 window), as a loop it is one. numba compiles each function for the argument types it first meets and caches
-the machine code on disk (`cache=True`), so a model's first run in a new process loads it rather
-than compiling again. The loops keep the specification's order of operations: floats are
+handful of operations per element; as numpy calls each is one pass over memory per operation
+(17 for a 3x3 window), as a loop it is one. numba compiles each function for the argument types
+it first meets and caches the machine code on disk, so a model's first run in a new process
+loads it rather than compiling again. The loops keep the specification's order of operations: floats are
 multiplied and added one step at a time in kernel-tap order (no fused multiply-add, no
 reassociation), integers are exact in int64.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 import numpy as np
 from numba import njit
 
+F = TypeVar("F", bound=Callable[..., object])
 
-@njit(cache=True, nogil=True)
+
+def _compiled(fn: F) -> F:
+    """fn compiled by numba (without the GIL), its machine code cached on disk; where numba
+    finds no writable cache directory (a read-only install and home), compiled in every
+    process instead."""
+    try:
+        return njit(cache=True, nogil=True)(fn)
+    except RuntimeError as error:
+        if "cannot cache" not in str(error):
+            raise
+        return njit(nogil=True)(fn)
+
+
+@_compiled
 def depthwise_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int, pad_left: int,
                    stride_y: int, stride_x: int, dilation_y: int, dilation_x: int, first: int,
                    acc: np.ndarray) -> None:
@@ -46,7 +63,7 @@ def depthwise_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int
                             out[c] += (row[c] - zero_point) * wt[c]
 
 
-@njit(cache=True, nogil=True)
+@_compiled
 def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: np.ndarray,
                  shift: np.ndarray, double_round: bool, output_zp: int, low: int, high: int,
                  out: np.ndarray) -> None:
@@ -65,7 +82,7 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
         _rescale_loop(x, offset, wrap_bits, multiplier, shift, False, output_zp, low, high, out)
 
 
-@njit(cache=True, nogil=True)
+@_compiled
 def _rescale_loop(x, offset, wrap_bits, multiplier, shift, double_round, output_zp,  # noqa: ANN001
                   low, high, out):
     """rescale_rows' loop; called with constant flags, each call compiles to a loop without
@@ -86,7 +103,7 @@ def _rescale_loop(x, offset, wrap_bits, multiplier, shift, double_round, output_
             out[i, c] = min(max(y, low), high)
 
 
-@njit(cache=True, nogil=True)
+@_compiled
 def bias_clamp_rows(x: np.ndarray, bias: np.ndarray, low: float, high: float,
                     nan_to_low: bool) -> None:
     """In place on x [rows, C]: x + bias[c], clamped to [low, high] in x's type; NaN stays NaN

@@ -1,0 +1,36 @@
+"""The numba-compiled loops work where numba can cache nothing (a read-only install)."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+_RUN = r"""
+import numpy as np
+from pyvgf.tosa.compiled import depthwise_rows
+x = np.ones((1, 4, 4, 3), np.float32)
+acc = np.empty((1, 4, 4, 3), np.float32)
+depthwise_rows(x, np.float32(0), np.ones((3, 3, 3), np.float32), 1, 1, 1, 1, 1, 1, 0, acc)
+print(acc[0, :, :, 0].tolist())
+"""
+
+
+def test_compiled_loops_run_without_a_writable_cache(tmp_path: Path) -> None:
+    shutil.copytree(ROOT / "pyvgf", tmp_path / "pyvgf",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "pyvgf" / "tosa" / "__pycache__").write_text("")  # a file: no cache folder
+    unwritable = "/dev/null/cache"  # below a file: no folder can be made there, even by root
+    env = {**os.environ, "PYTHONPATH": str(tmp_path), "NUMBA_CACHE_DIR": unwritable,
+           "XDG_CACHE_HOME": unwritable, "HOME": unwritable}
+    proc = subprocess.run([sys.executable, "-c", _RUN], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    corners, edges, inner = 4.0, 6.0, 9.0  # the taps of a 3x3 window inside a 4x4 input
+    assert ast.literal_eval(proc.stdout) == [[corners, edges, edges, corners], [edges, inner, inner, edges],
+                                 [edges, inner, inner, edges], [corners, edges, edges, corners]]
