@@ -74,19 +74,32 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
     (v * multiplier[c] + 2**(shift[c]-1), with double rounding's +-2**30 when shift > 31,
     arithmetically shifted right by shift[c]), plus output_zp, clamped to [low, high] and
     stored with out's type (an unsigned result is stored as its bit pattern)."""
-    if double_round:
-        _rescale_loop(x, offset, wrap_bits, multiplier, shift, True, output_zp, low, high, out)
-    elif wrap_bits == 32:  # a convolution's int32 result: the common case, as constants
-        _rescale_loop(x, offset, 32, multiplier, shift, False, output_zp, low, high, out)
+    if double_round or wrap_bits not in (0, 32):
+        _rescale_any(x, offset, wrap_bits, multiplier, shift, double_round, output_zp, low, high,
+                     out)
     else:
-        _rescale_loop(x, offset, wrap_bits, multiplier, shift, False, output_zp, low, high, out)
+        _rescale_common(x, offset, wrap_bits == 32, multiplier, shift, output_zp, low, high, out)
 
 
 @_compiled
-def _rescale_loop(x, offset, wrap_bits, multiplier, shift, double_round, output_zp,  # noqa: ANN001
-                  low, high, out):
-    """rescale_rows' loop; called with constant flags, each call compiles to a loop without
-    their branches."""
+def _rescale_common(x, offset, wrap32, multiplier, shift, output_zp, low, high,  # noqa: ANN001
+                    out):
+    """rescale_rows without double rounding, wrapping to int32 or not at all: the loop of
+    nearly every RESCALE, kept free of the other cases' branches."""
+    rows, channels = x.shape
+    for i in range(rows):
+        for c in range(channels):
+            v = np.int64(x[i, c]) + offset[c]
+            if wrap32:
+                v = np.int64(np.int32(v))
+            s = shift[c]
+            y = ((v * multiplier[c] + (np.int64(1) << (s - 1))) >> s) + output_zp
+            out[i, c] = min(max(y, low), high)
+
+
+@_compiled
+def _rescale_any(x, offset, wrap_bits, multiplier, shift, double_round, output_zp,  # noqa: ANN001
+                 low, high, out):
     rows, channels = x.shape
     half = np.int64(1) << (wrap_bits - 1) if wrap_bits else np.int64(0)
     mask = (half << 1) - 1
