@@ -297,3 +297,25 @@ def test_rescale_from_a_convolution_accumulator_equals_rescale_of_its_int32_resu
     want = rescale(input=(acc + bias).astype(np.int32), **operands)
     assert fused.dtype == want.dtype == np.int8
     np.testing.assert_array_equal(fused, want)
+
+
+def test_rescale_from_an_int48_accumulator_wraps_at_48_bits():
+    """After an int16 convolution (int48 result) the fused form wraps acc + bias at 48 bits,
+    as the int48 tensor would, and rescales it with 16-bit multipliers."""
+    from pyvgf.tosa._common import I48, wrap
+    from pyvgf.tosa.type_conversion import _rescale_accumulated, rescale
+
+    rng = np.random.default_rng(48)
+    magnitude = 2**47 - 2**20
+    acc = rng.integers(-magnitude, magnitude, (2, 4, 3), endpoint=True)
+    acc[0, 0] = [magnitude, -magnitude, 7]
+    bias = np.array([2**20, -(2**20), 5], np.int64)
+    operands = dict(scale32=False, rounding_mode=1, per_channel=True, input_unsigned=False,
+                    output_unsigned=False, multiplier=np.array([32767, 1 << 14, 3], np.int16),
+                    shift=np.array([40, 50, 2], np.int8), input_zp=np.zeros(1, I48),
+                    output_zp=np.zeros(1, np.int16))
+    fused = _rescale_accumulated(**operands)(acc, bias, I48)
+    want = rescale(input=wrap(acc + bias, I48), **operands)
+    assert fused.dtype == want.dtype == np.int16
+    np.testing.assert_array_equal(fused, want)
+    assert (wrap(acc + bias, I48) != acc + bias).any()  # the case does wrap

@@ -74,32 +74,6 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
     (v * multiplier[c] + 2**(shift[c]-1), with double rounding's +-2**30 when shift > 31,
     arithmetically shifted right by shift[c]), plus output_zp, clamped to [low, high] and
     stored with out's type (an unsigned result is stored as its bit pattern)."""
-    if double_round or wrap_bits not in (0, 32):
-        _rescale_any(x, offset, wrap_bits, multiplier, shift, double_round, output_zp, low, high,
-                     out)
-    else:
-        _rescale_common(x, offset, wrap_bits == 32, multiplier, shift, output_zp, low, high, out)
-
-
-@_compiled
-def _rescale_common(x, offset, wrap32, multiplier, shift, output_zp, low, high,  # noqa: ANN001
-                    out):
-    """rescale_rows without double rounding, wrapping to int32 or not at all: the loop of
-    nearly every RESCALE, kept free of the other cases' branches."""
-    rows, channels = x.shape
-    for i in range(rows):
-        for c in range(channels):
-            v = np.int64(x[i, c]) + offset[c]
-            if wrap32:
-                v = np.int64(np.int32(v))
-            s = shift[c]
-            y = ((v * multiplier[c] + (np.int64(1) << (s - 1))) >> s) + output_zp
-            out[i, c] = min(max(y, low), high)
-
-
-@_compiled
-def _rescale_any(x, offset, wrap_bits, multiplier, shift, double_round, output_zp,  # noqa: ANN001
-                 low, high, out):
     rows, channels = x.shape
     half = np.int64(1) << (wrap_bits - 1) if wrap_bits else np.int64(0)
     mask = (half << 1) - 1
@@ -113,6 +87,23 @@ def _rescale_any(x, offset, wrap_bits, multiplier, shift, double_round, output_z
             if double_round and s > 31:
                 rounding += (np.int64(1) << 30) if v >= 0 else -(np.int64(1) << 30)
             y = ((v * multiplier[c] + rounding) >> s) + output_zp
+            out[i, c] = min(max(y, low), high)
+
+
+@_compiled
+def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
+                        shift: np.ndarray, output_zp: int, low: int, high: int,
+                        out: np.ndarray) -> None:
+    """rescale_rows without double rounding, wrapping to int32 (wrap32) or not at all: nearly
+    every RESCALE, in a loop free of the other cases' branches (about a fifth faster)."""
+    rows, channels = x.shape
+    for i in range(rows):
+        for c in range(channels):
+            v = np.int64(x[i, c]) + offset[c]
+            if wrap32:
+                v = np.int64(np.int32(v))
+            s = shift[c]
+            y = ((v * multiplier[c] + (np.int64(1) << (s - 1))) >> s) + output_zp
             out[i, c] = min(max(y, low), high)
 
 

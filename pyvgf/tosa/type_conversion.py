@@ -31,7 +31,7 @@ from .checking import (
     result_type,
     tensor_type,
 )
-from .compiled import rescale_rows
+from .compiled import rescale_common_rows, rescale_rows
 from .kernels import I64, per_channel, prepared
 from .registry import tosa_op
 
@@ -102,7 +102,8 @@ def rescale(
     output_zp: np.ndarray,
 ) -> np.ndarray:
     """Per channel c: apply_scale(input - input_zp, multiplier[c], shift[c]) + output_zp,
-    saturated to the result type; one compiled pass in int64 (compiled.rescale_rows).
+    saturated to the result type; one compiled pass in int64 (compiled.rescale_rows, or its
+    common case rescale_common_rows).
     apply_scale_32 and apply_scale_16 are the same arithmetic: scale32 sets only the
     multiplier's width and whether DOUBLE_ROUND is allowed, both checked at plan time. Results
     outside int32 break a REQUIRE of the specification (unpredictable); they saturate here."""
@@ -156,8 +157,12 @@ class _Rescaling:
             offset = per_channel(add, channels, I64)
         else:
             offset = np.full(channels, add, I64)
-        rescale_rows(rows, offset, wrap_bits, *factors, self.double_round, self.output_zp,
-                     self.low, self.high, out.reshape(rows.shape))
+        if self.double_round or wrap_bits not in (0, 32):
+            rescale_rows(rows, offset, wrap_bits, *factors, self.double_round, self.output_zp,
+                         self.low, self.high, out.reshape(rows.shape))
+        else:
+            rescale_common_rows(rows, offset, wrap_bits == 32, *factors, self.output_zp,
+                                self.low, self.high, out.reshape(rows.shape))
         return out
 
 
