@@ -111,6 +111,8 @@ def _clamp_accumulated(*, min_val: float | int, max_val: float | int,
 
 
 class _BiasClamp:
+    """(acc, bias, result_dtype) -> clamp(acc + bias), computed into acc; None unless fp32."""
+
     def __init__(self, low: np.float32, high: np.float32, nan_to_low: bool):
         self.low, self.high, self.nan_to_low = low, high, nan_to_low
 

@@ -4,9 +4,9 @@ A depthwise window, RESCALE's 64-bit integer arithmetic and a convolution's bias
 handful of operations per element; as numpy calls each is one pass over memory per operation
 (17 for a 3x3 window), as a loop it is one. numba compiles each function for the argument types
 it first meets and caches the machine code on disk, so a model's first run in a new process
-loads it rather than compiling again. The loops keep the specification's order of operations: floats are
-multiplied and added one step at a time in kernel-tap order (no fused multiply-add, no
-reassociation), integers are exact in int64.
+loads it rather than compiling again. The loops keep the specification's order of operations:
+floats are multiplied and added one step at a time in kernel-tap order (no fused multiply-add,
+no reassociation), integers are exact in int64.
 """
 
 from __future__ import annotations
