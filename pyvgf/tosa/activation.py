@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -25,8 +26,7 @@ from .checking import (
     result_type,
     tensor_type,
 )
-from .compiled import bias_clamp_rows
-from .kernels import per_channel
+from .kernels import bias_clamp
 from .registry import tosa_op
 
 _ERF_TERMS = 80
@@ -104,26 +104,16 @@ def _clip_float(x: np.ndarray, min_val: float, max_val: float, nan_mode: int,
 
 @clamp.from_accumulator
 def _clamp_accumulated(*, min_val: float | int, max_val: float | int,
-                       nan_mode: int) -> _BiasClamp:
+                       nan_mode: int) -> Callable[..., np.ndarray | None]:
     """CLAMP fused after a convolution: for an fp32 result, bias and clamp in one compiled
-    pass over the accumulator."""
-    return _BiasClamp(np.float32(min_val), np.float32(max_val), nan_mode != NAN_PROPAGATE)
+    pass over the accumulator (kernels.bias_clamp)."""
+    nan_to_low = nan_mode != NAN_PROPAGATE
 
-
-class _BiasClamp:
-    """(acc, bias, result_dtype) -> clamp(acc + bias), computed into acc; None unless fp32."""
-
-    def __init__(self, low: np.float32, high: np.float32, nan_to_low: bool):
-        self.low, self.high, self.nan_to_low = low, high, nan_to_low
-
-    def __call__(self, acc: np.ndarray, bias: np.ndarray,
-                 result_dtype: np.dtype) -> np.ndarray | None:
-        if acc.dtype != np.float32 or result_dtype != np.float32 or not acc.flags.c_contiguous:
+    def form(acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray | None:
+        if result_dtype != np.float32:
             return None
-        channels = acc.shape[-1] if acc.ndim else 1
-        bias_clamp_rows(acc.reshape(-1, channels), per_channel(bias, channels, np.float32),
-                        self.low, self.high, self.nan_to_low)
-        return acc
+        return bias_clamp(acc, bias, min_val, max_val, nan_to_low)
+    return form
 
 
 @clamp.check

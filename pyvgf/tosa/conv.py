@@ -35,18 +35,18 @@ from .checking import (
     tensor_type,
     zero_point,
 )
-from .compiled import bias_clamp_rows, depthwise_rows
+from .compiled import depthwise_rows
 from .kernels import (
     F32,
     I64,
     along_rows,
     bands,
+    bias_clamp,
     exact_dtype,
     im2col,
     inside_taps,
     max_offset,
     padded,
-    per_channel,
     prepared,
     scalar,
 )
@@ -153,11 +153,8 @@ class _Result:
 def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
     """acc + bias as the output type: integers are added after the exact cast."""
     if is_float(out_dtype):
-        if acc.dtype == out_dtype == F32 and acc.flags.c_contiguous and acc.ndim:
-            channels = acc.shape[-1]
-            bias_clamp_rows(acc.reshape(-1, channels), per_channel(bias, channels, F32),
-                            _NO_BOUND[0], _NO_BOUND[1], False)  # one compiled pass, in place
-            return acc
+        if out_dtype == F32 and (done := bias_clamp(acc, bias)) is not None:
+            return done
         rows, tiled = along_rows(acc, bias.astype(F32, copy=False))
         rows += tiled
         return acc.astype(out_dtype, copy=False)
@@ -165,10 +162,6 @@ def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarra
     rows, tiled = along_rows(out, bias.astype(out_dtype, copy=False))
     rows += tiled
     return out
-
-
-_NO_BOUND = (np.float32(-np.inf), np.float32(np.inf))
-"""Clamp bounds that leave every value (NaN included) as it is."""
 
 
 def _conv_matrix(w: np.ndarray) -> np.ndarray:

@@ -19,6 +19,8 @@ from typing import TypeVar
 import ml_dtypes
 import numpy as np
 
+from .compiled import bias_clamp_rows
+
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)
@@ -105,6 +107,19 @@ def per_channel(values: np.ndarray, channels: int, dtype: np.dtype) -> np.ndarra
     (prepared once for a constant)."""
     return prepared(values, ("per_channel", channels, np.dtype(dtype)), lambda: np.ascontiguousarray(
         np.broadcast_to(np.asarray(values, dtype).reshape(-1), (channels,))))
+
+
+def bias_clamp(acc: np.ndarray, bias: np.ndarray, low: float = -np.inf, high: float = np.inf,
+               nan_to_low: bool = False) -> np.ndarray | None:
+    """acc + bias (one, or one per channel), clamped to [low, high] with NaN kept (or made low
+    when nan_to_low), computed into an fp32 C-contiguous `acc` in one compiled pass and
+    returned; None, untouched, for any other accumulator."""
+    if acc.dtype != F32 or not acc.flags.c_contiguous:
+        return None
+    channels = acc.shape[-1] if acc.ndim else 1
+    bias_clamp_rows(acc.reshape(-1, channels), per_channel(bias, channels, F32), F32.type(low),
+                    F32.type(high), nan_to_low)
+    return acc
 
 
 def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],

@@ -174,7 +174,6 @@ class _FromAccumulator:
 
     def __init__(self, scaling: _Rescaling):
         self.scaling = scaling
-        self.dtype = scaling.out_dtype
 
     def __call__(self, acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray:
         return self.scaling.apply(acc, bias, 48 if result_dtype == I48 else 32)
