@@ -110,6 +110,17 @@ def test_erf_values():
     np.testing.assert_allclose(out, np.array(expected, np.float32), rtol=2e-7, equal_nan=True)
 
 
+def test_erf_is_float64_erf_rounded_once_to_fp32():
+    """Near +-1 too, where a power series loses float64 bits to cancellation (3.91923 gave
+    0.99999994 instead of 1)."""
+    import math
+
+    x = np.linspace(-5, 5, 20001, dtype=FP32)
+    out = run_op("ERF", TensorType(FP32, x.shape), input=x)
+    np.testing.assert_array_equal(out, np.array([math.erf(v) for v in x.tolist()]).astype(FP32))
+    assert run_op("ERF", TensorType(FP32, (2,)), input=np.array([3.91923, -3.91923], FP32)).tolist() == [1, -1]
+
+
 def test_clamp_checks():
     with pytest.raises(TosaError, match="min_val 3 must not exceed max_val 2"):
         run_op(

@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable
 
 import numpy as np
+from scipy import special
 
 from ._common import (
     FLOATS,
@@ -28,40 +29,6 @@ from .checking import (
 )
 from .kernels import bias_clamp
 from .registry import tosa_op
-
-_ERF_TERMS = 80
-_ERF_SERIES_LIMIT = 4.0  # beyond it erf(x) rounds to +-1 in every TOSA float type
-
-
-_ERF_COEFFS = [(-1) ** n / (math.factorial(n) * (2 * n + 1)) for n in range(_ERF_TERMS)]
-"""erf(x) = 2/sqrt(pi) * x * sum_n c_n x**(2n): the Maclaurin coefficients c_n."""
-
-
-def _erf_terms(y_max: float) -> int:
-    """Terms of the series that reach float64 precision for x**2 <= y_max (y_max <= 16)."""
-    bound = 1.0
-    for n in range(1, _ERF_TERMS):
-        bound *= y_max / n
-        if bound < 2.0**-56:
-            return n
-    return _ERF_TERMS
-
-
-def _erf64(x: np.ndarray) -> np.ndarray:
-    """erf in float64 from its Maclaurin series (|x| < 4, Horner's rule, in place) and +-1 beyond."""
-    x = np.asarray(x, dtype=np.float64)
-    inner = np.clip(x, -_ERF_SERIES_LIMIT, _ERF_SERIES_LIMIT)
-    y = inner * inner
-    y_max = float(np.nan_to_num(y, nan=0.0).max(initial=0.0))
-    coeffs = _ERF_COEFFS[: _erf_terms(y_max)]
-    total = np.full_like(y, coeffs[-1])
-    for c in reversed(coeffs[:-1]):
-        total *= y
-        total += c
-    total *= inner
-    total *= 2.0 / math.sqrt(math.pi)
-    return np.where(np.abs(x) < _ERF_SERIES_LIMIT, total, np.sign(x))
-
 
 def _check_float_unary(op: str, result: object, input: object) -> None:
     res = result_type(op, result)
@@ -138,8 +105,10 @@ def _clamp_check(result, *, min_val, max_val, nan_mode, input):  # noqa: A002
 
 @tosa_op("ERF", bandwise=True)
 def erf(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
-    with np.errstate(all="ignore"):
-        return _erf64(np.asarray(input, dtype=np.float32)).astype(np.float32).astype(input.dtype)
+    """erf in float64 (SciPy's), rounded to fp32 and then to the input's type."""
+    wide = input.astype(np.float64)
+    special.erf(wide, out=wide)
+    return wide.astype(np.float32).astype(input.dtype)
 
 
 @erf.check
