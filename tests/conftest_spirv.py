@@ -77,3 +77,25 @@ def find(words: np.ndarray, opcode: int, nth: int = 0) -> tuple[int, int]:
 def splice(words: np.ndarray, at: int, remove: int, new: list[int]) -> np.ndarray:
     """A copy of `words` with `remove` words at `at` replaced by `new`."""
     return np.concatenate([words[:at], np.array(new, dtype=np.uint32), words[at + remove :]]).astype(np.uint32)
+
+
+def random_input(ty, rng: np.random.Generator) -> np.ndarray:
+    """Seeded values for a graph input of TensorType `ty`: integers in [-100, 100], floats in
+    [-4, 4)."""
+    if ty.dtype.kind in "iu":
+        return rng.integers(-100, 100, ty.shape, endpoint=True).astype(ty.dtype)
+    return rng.uniform(-4, 4, ty.shape).astype(ty.dtype)
+
+
+def vgf_graph(path: Path) -> tuple:
+    """The graph of a one-segment VGF and its graph constants, read by pyvgf.format."""
+    from pyvgf.format import read
+    from pyvgf.spirv import decode_graph
+
+    vgf = read(path)
+    (segment,) = vgf.sequence.segments
+    module = vgf.modules[segment.module_index]
+    graph = decode_graph(module.code, module.entry_point)
+    constants = {b.graph_constant_id: vgf.constant_array(b.constant_table_index)
+                 for b in segment.graph_constants()}
+    return graph, constants

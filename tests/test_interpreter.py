@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, fixtures, model_words
+from conftest_spirv import REAL_MODELS, fixtures, model_words, random_input, vgf_graph
 
 from pyvgf.errors import ModelInputError, TosaError
-from pyvgf.format import read
 from pyvgf.spirv import Const, Graph, GraphConstant, GraphInterface, Input, Node, Result, decode_graph
 from pyvgf.tosa.interpreter import GraphPlan
 from pyvgf.tosa.registry import OpDef
@@ -303,21 +301,6 @@ REFERENCE_MODELS = [
     "interpreter_fuse_f32",
     "interpreter_fuse_i8",
 ]  # not spirv_int48_fp8: tosa_reference_model cannot hand back INT48 outputs
-
-
-def random_input(ty: TensorType, rng) -> np.ndarray:
-    if ty.dtype.kind in "iu":
-        return rng.integers(-100, 100, ty.shape, endpoint=True).astype(ty.dtype)
-    return rng.uniform(-4, 4, ty.shape).astype(ty.dtype)
-
-
-def vgf_graph(path: Path) -> tuple[Graph, dict[int, np.ndarray]]:
-    """The graph of a one-segment VGF and its graph constants, read by pyvgf.format."""
-    vgf = read(path)
-    (segment,) = vgf.sequence.segments
-    graph = decode_graph(vgf.modules[segment.module_index].code, vgf.modules[segment.module_index].entry_point)
-    constants = {b.graph_constant_id: vgf.constant_array(b.constant_table_index) for b in segment.graph_constants()}
-    return graph, constants
 
 
 @pytest.mark.parametrize("name", REFERENCE_MODELS)

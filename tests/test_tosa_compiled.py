@@ -16,7 +16,8 @@ import numpy as np
 from pyvgf.tosa.compiled import depthwise_rows
 x = np.ones((1, 4, 4, 3), np.float32)
 acc = np.empty((1, 4, 4, 3), np.float32)
-depthwise_rows(x, np.float32(0), np.ones((3, 3, 3), np.float32), 1, 1, 1, 1, 1, 1, 0, acc)
+depthwise_rows(x, np.float32(0), np.ones((3, 3, 3), np.float32), 1, 1, 1, 1, 1, 1, 0, acc,
+               False, np.empty(0, np.float32), np.float32(0), np.float32(0), False)
 print(acc[0, :, :, 0].tolist())
 """
 

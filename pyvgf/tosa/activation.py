@@ -73,13 +73,15 @@ def _clip_float(x: np.ndarray, min_val: float, max_val: float, nan_mode: int,
 def _clamp_accumulated(*, min_val: float | int, max_val: float | int,
                        nan_mode: int) -> Callable[..., np.ndarray | None]:
     """CLAMP fused after a convolution: for an fp32 result, bias and clamp in one compiled
-    pass over the accumulator (kernels.bias_clamp)."""
+    pass over the accumulator (kernels.bias_clamp); its `bounds` let the convolution's own
+    loops apply it instead (conv.Epilogue)."""
     nan_to_low = nan_mode != NAN_PROPAGATE
 
     def form(acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray | None:
         if result_dtype != np.float32:
             return None
         return bias_clamp(acc, bias, min_val, max_val, nan_to_low)
+    form.bounds = (min_val, max_val, nan_to_low)  # type: ignore[attr-defined]
     return form
 
 

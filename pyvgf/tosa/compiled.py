@@ -11,59 +11,107 @@ no reassociation), integers are exact in int64.
 
 from __future__ import annotations
 
+import types
 from collections.abc import Callable
-from typing import TypeVar
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
-F = TypeVar("F", bound=Callable[..., object])
+from . import threads
 
 
-def _compiled(fn: F) -> F:
+def _jit(fn: Callable[..., object], parallel: bool) -> Callable[..., object]:
     """fn compiled by numba (without the GIL), its machine code cached on disk; where numba
     finds no writable cache directory (a read-only install and home), compiled in every
     process instead."""
     try:
-        return njit(cache=True, nogil=True)(fn)
+        return njit(cache=True, nogil=True, parallel=parallel)(fn)
     except RuntimeError as error:
         if "cannot cache" not in str(error):
             raise
-        return njit(nogil=True)(fn)
+        return njit(nogil=True, parallel=parallel)(fn)
 
 
-@_compiled
+def _serial(fn: Callable[..., None]) -> Callable[..., None]:
+    """fn compiled as written (a helper of the loops below)."""
+    return _jit(fn, parallel=False)
+
+
+def _threaded(fn: Callable[..., None]) -> Callable[..., None]:
+    """fn with its prange split over numba's threads (for callers that check threads.spread())."""
+    return _jit(fn, parallel=True)
+
+
+class _RowLoop:
+    """A loop over rows (its `prange`) compiled twice, each on first use: as written, and with
+    the rows split over numba's threads, which run it when threads.spread() says so. Each
+    row's arithmetic is the same either way."""
+
+    def __init__(self, fn: Callable[..., None]):
+        self.serial = _serial(fn)
+        # Its own name, so numba's on-disk cache keeps the two apart.
+        twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                  fn.__closure__)
+        twin.__qualname__ = f"{fn.__qualname__}_threaded"
+        self.threaded = _threaded(twin)
+        self.__doc__, self.__name__ = fn.__doc__, fn.__name__
+
+    def __call__(self, *args: object) -> None:
+        (self.threaded if threads.spread() else self.serial)(*args)
+
+
+@_serial
+def _bias_clamp_row(row: np.ndarray, bias: np.ndarray, low: float, high: float,
+                    nan_to_low: bool) -> None:
+    """In place: row + bias, clamped to [low, high] in row's type; NaN stays NaN (or becomes
+    low when nan_to_low), as numpy's clip followed by copyto does."""
+    for c in range(row.shape[0]):
+        v = row[c] + bias[c]
+        if v < low:
+            v = low
+        elif v > high:
+            v = high
+        elif nan_to_low and v != v:
+            v = low
+        row[c] = v
+
+
+@_RowLoop
 def depthwise_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int, pad_left: int,
                    stride_y: int, stride_x: int, dilation_y: int, dilation_x: int, first: int,
-                   acc: np.ndarray) -> None:
+                   acc: np.ndarray, finish: bool, bias: np.ndarray, low: float, high: float,
+                   nan_to_low: bool) -> None:
     """Output rows first.. of a depthwise convolution (multiplier 1) of x [N, H, W, C] with
     weights w [KH, KW, C] into acc [N, rows, OW, C]. Each output is the sum, from zero and in
     (ky, kx) order, of (x - zero_point) * w over the taps that land inside x: padded taps are
-    skipped, as the specification does, so nothing is padded."""
+    skipped, as the specification does, so nothing is padded. With `finish`, each output then
+    gets + bias[c], clamped as _bias_clamp_row says."""
     n, rows, width, channels = acc.shape
     height, in_width = x.shape[1], x.shape[2]
     kh, kw = w.shape[0], w.shape[1]
-    for b in range(n):
-        for r in range(rows):
-            top = (first + r) * stride_y - pad_top
-            for ox in range(width):
-                left = ox * stride_x - pad_left
-                out = acc[b, r, ox]
-                out[:] = 0
-                for ky in range(kh):
-                    iy = top + ky * dilation_y
-                    if iy < 0 or iy >= height:
+    for j in prange(n * rows):
+        b, r = j // rows, j % rows
+        top = (first + r) * stride_y - pad_top
+        for ox in range(width):
+            left = ox * stride_x - pad_left
+            out = acc[b, r, ox]
+            out[:] = 0
+            for ky in range(kh):
+                iy = top + ky * dilation_y
+                if iy < 0 or iy >= height:
+                    continue
+                for kx in range(kw):
+                    ix = left + kx * dilation_x
+                    if ix < 0 or ix >= in_width:
                         continue
-                    for kx in range(kw):
-                        ix = left + kx * dilation_x
-                        if ix < 0 or ix >= in_width:
-                            continue
-                        row, wt = x[b, iy, ix], w[ky, kx]
-                        for c in range(channels):
-                            out[c] += (row[c] - zero_point) * wt[c]
+                    row, wt = x[b, iy, ix], w[ky, kx]
+                    for c in range(channels):
+                        out[c] += (row[c] - zero_point) * wt[c]
+            if finish:
+                _bias_clamp_row(out, bias, low, high, nan_to_low)
 
 
-@_compiled
+@_RowLoop
 def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: np.ndarray,
                  shift: np.ndarray, double_round: bool, output_zp: int, low: int, high: int,
                  out: np.ndarray) -> None:
@@ -77,7 +125,7 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
     rows, channels = x.shape
     half = np.int64(1) << (wrap_bits - 1) if wrap_bits else np.int64(0)
     mask = (half << 1) - 1
-    for i in range(rows):
+    for i in prange(rows):
         for c in range(channels):
             v = np.int64(x[i, c]) + offset[c]
             if wrap_bits:
@@ -90,14 +138,14 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
             out[i, c] = min(max(y, low), high)
 
 
-@_compiled
+@_RowLoop
 def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                         shift: np.ndarray, output_zp: int, low: int, high: int,
                         out: np.ndarray) -> None:
     """rescale_rows without double rounding, wrapping to int32 (wrap32) or not at all: nearly
     every RESCALE, in a loop free of the other cases' branches (about a fifth faster)."""
     rows, channels = x.shape
-    for i in range(rows):
+    for i in prange(rows):
         for c in range(channels):
             v = np.int64(x[i, c]) + offset[c]
             if wrap32:
@@ -107,19 +155,43 @@ def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multipl
             out[i, c] = min(max(y, low), high)
 
 
-@_compiled
+@_RowLoop
 def bias_clamp_rows(x: np.ndarray, bias: np.ndarray, low: float, high: float,
                     nan_to_low: bool) -> None:
-    """In place on x [rows, C]: x + bias[c], clamped to [low, high] in x's type; NaN stays NaN
-    (or becomes low when nan_to_low), as numpy's clip followed by copyto does."""
-    rows, channels = x.shape
-    for i in range(rows):
-        for c in range(channels):
-            v = x[i, c] + bias[c]
-            if v < low:
-                v = low
-            elif v > high:
-                v = high
-            elif nan_to_low and v != v:
-                v = low
-            x[i, c] = v
+    """In place on each row of x [rows, C], as _bias_clamp_row says."""
+    for i in prange(x.shape[0]):
+        _bias_clamp_row(x[i], bias, low, high, nan_to_low)
+
+
+@_threaded
+def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish: bool,
+              bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
+    """out = a @ b for float32 or float64 matrices (a and out C-contiguous, b C- or
+    F-contiguous), one BLAS call per block of out's rows, `blocks` of them over numba's
+    threads. With `finish`, each block's rows then get + bias, clamped as _bias_clamp_row
+    says, while the block is in cache."""
+    rows = out.shape[0]
+    step = -(-rows // blocks)
+    for k in prange(blocks):
+        first, stop = k * step, min(rows, k * step + step)
+        if first < stop:
+            np.dot(a[first:stop], b, out[first:stop])
+            if finish:
+                for i in range(first, stop):
+                    _bias_clamp_row(out[i], bias, low, high, nan_to_low)
+
+
+@_threaded
+def gemm_columns(a: np.ndarray, b_t: np.ndarray, out: np.ndarray, blocks: int, finish: bool,
+                 bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
+    """gemm_rows for few rows: out = a @ b_t.T (all C-contiguous) in `blocks` blocks of out's
+    columns, each made apart and copied in."""
+    cols = out.shape[1]
+    step = -(-cols // blocks)
+    for k in prange(blocks):
+        first, stop = k * step, min(cols, k * step + step)
+        if first < stop:
+            out[:, first:stop] = np.dot(a, b_t[first:stop].T)
+            if finish:
+                for i in range(out.shape[0]):
+                    _bias_clamp_row(out[i, first:stop], bias[first:stop], low, high, nan_to_low)

@@ -39,16 +39,20 @@ from .compiled import depthwise_rows
 from .kernels import (
     F32,
     I64,
+    Finish,
     along_rows,
     bands,
     bias_clamp,
     exact_dtype,
+    gemm,
     im2col,
     inside_taps,
     max_offset,
     padded,
+    per_channel,
     prepared,
     scalar,
+    split_gemm,
 )
 from .registry import tosa_op
 
@@ -101,9 +105,12 @@ class Epilogue(Protocol):
     final result, of element type `dtype`; it may overwrite the band it is given.
     `from_accumulator` may make the final band straight from the accumulator and the bias,
     whose sum the result would hold as `result_dtype`, overwriting the accumulator where it can
-    (None: it cannot)."""
+    (None: it cannot). `bounds`, when not None, says that for a float result the epilogue is a
+    clamp, (low, high, nan_to_low) as kernels.Finish takes them, which the compiled loops may
+    apply themselves."""
 
     dtype: np.dtype
+    bounds: tuple[float, float, bool] | None
 
     def __call__(self, band: np.ndarray) -> np.ndarray: ...
 
@@ -124,6 +131,17 @@ class _Result:
         self.array = np.empty(shape, final)
         self.direct = acc_dtype == out_dtype == final and shape[0] == 1
         self.bias, self.out_dtype, self.epilogue = bias, out_dtype, epilogue
+
+    def finish_in_loop(self) -> Finish | None:
+        """When the result is the fp32 accumulator + bias, clamped or not (`direct`, and no
+        epilogue or a clamp), what finishes it (kernels.Finish), for a compiled loop to apply
+        while each part is in cache; else None."""
+        if not self.direct or self.array.dtype != F32:
+            return None
+        bounds = (-np.inf, np.inf, False) if self.epilogue is None else self.epilogue.bounds
+        if bounds is None:
+            return None
+        return (per_channel(self.bias, self.array.shape[-1], F32), *bounds)
 
     def target(self, first: int, stop: int) -> np.ndarray | None:
         """Where to accumulate rows first..stop: a contiguous view of the result, or None (use
@@ -202,6 +220,10 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
         return result.finish(acc)
     xp = padded(input, dtype, pads, izp)
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
+        finish = result.finish_in_loop()
+        if finish is not None and split_gemm(xp.reshape(-1, xp.shape[-1]), wmat,
+                                             result.array.reshape(-1, oc), finish):
+            return result.array
         # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
         row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
         for first, stop in bands(0, out_size[0], row_bytes, POINTWISE_BAND_BYTES):
@@ -222,12 +244,12 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
 def _gemm(cols: np.ndarray, wmat: np.ndarray, target: np.ndarray | None) -> np.ndarray:
     """cols @ wmat, written into `target` (same size, contiguous) when given."""
     if target is None:
-        return cols @ wmat
-    np.matmul(cols, wmat, out=target.reshape(cols.shape[0], wmat.shape[1]))
+        return gemm(cols, wmat)
+    gemm(cols, wmat, target.reshape(cols.shape[0], wmat.shape[1]))
     return target
 
 
-@tosa_op("CONV2D")
+@tosa_op("CONV2D", blas=True)
 def conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
            weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
            acc_type: int, local_bound: bool = False,
@@ -236,7 +258,7 @@ def conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp:
     return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation, epilogue)
 
 
-@tosa_op("CONV3D")
+@tosa_op("CONV3D", blas=True)
 def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
            weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
            acc_type: int, local_bound: bool = False,
@@ -282,12 +304,20 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
         x = np.repeat(x, mult, axis=-1)
     w = wtaps.reshape(kh, kw, channels * mult)
     zero_point = dtype.type(izp)
+    window = (x, zero_point, w, pads[0][0], pads[1][0], *stride, *dilation)
+    finish = result.finish_in_loop()
+    if finish is not None:  # every row at once, each output finished as it is made
+        bias, low, high, nan_to_low = finish
+        depthwise_rows(*window, 0, result.array, True, bias, F32.type(low), F32.type(high),
+                       nan_to_low)
+        return result.array
+    unused = (np.empty(0, dtype), dtype.type(0), dtype.type(0), False)
     row_bytes = n * out_size[1] * channels * mult * dtype.itemsize
     for start, end in bands(0, out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
         acc = result.target(start, end)
         if acc is None:
             acc = np.empty((n, end - start, out_size[1], channels * mult), dtype)
-        depthwise_rows(x, zero_point, w, pads[0][0], pads[1][0], *stride, *dilation, start, acc)
+        depthwise_rows(*window, start, acc, False, *unused)
         result.put(start, acc)
     return result.array
 
@@ -296,7 +326,7 @@ def _transpose_matrix(w: np.ndarray) -> np.ndarray:
     return w.transpose(3, 1, 2, 0).reshape(w.shape[3], -1)
 
 
-@tosa_op("TRANSPOSE_CONV2D")
+@tosa_op("TRANSPOSE_CONV2D", blas=True)
 def transpose_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                      input_zp: np.ndarray, weight_zp: np.ndarray, out_pad: np.ndarray,
                      stride: np.ndarray, acc_type: int, local_bound: bool = False) -> np.ndarray:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Union
 
@@ -30,6 +31,7 @@ from ..errors import ModelInputError, TosaError
 from ..spirv.graph import Const, Graph, GraphConstant, Input, Node, Operand
 from ..types import TensorType
 from .registry import OPS, OpDef
+from .threads import one_blas_thread
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ class _Epilogue:
         node, opdef, static = chain[0]
         factory = opdef.from_accumulator
         self._accumulated = None if factory is None else _guard(node, lambda: factory(**static))
+        self.bounds = getattr(self._accumulated, "bounds", None) if len(chain) == 1 else None
+        """The form's `bounds` when it is the whole epilogue (see conv.Epilogue)."""
 
     def __call__(self, band: np.ndarray) -> np.ndarray:
         return self._rest(band, 0)
@@ -144,6 +148,7 @@ class GraphPlan:
                     self._slots += 1
         self._results = [self._resolve(op) for op in graph.results]
         planned = self._fuse(planned)
+        self._calls_blas = any(p.opdef.blas for p in planned)
         self._steps = self._schedule(planned)
         self.folded: tuple[Node, ...] = tuple(folded)
         """The nodes computed at plan time (all their operands were known)."""
@@ -272,16 +277,18 @@ class GraphPlan:
             raise ModelInputError(f"graph {self.graph.name!r} takes {self._inputs} inputs, got {len(inputs)}")
         env: list[object] = [None] * self._slots
         env[: self._inputs] = inputs
-        for step in self._steps:
-            kwargs = dict(step.static)
-            for name, slot in step.dynamic:
-                kwargs[name] = env[slot]
-            for name, parts in step.variadic:
-                kwargs[name] = tuple(env[p.index] if isinstance(p, _Slot) else p.value for p in parts)
-            for slot, value in zip(step.outs, _call(step.node, step.fn, kwargs, step.types)):
-                env[slot] = value
-            for slot in step.free:
-                env[slot] = None
+        with one_blas_thread() if self._calls_blas else nullcontext():
+            for step in self._steps:
+                kwargs = dict(step.static)
+                for name, slot in step.dynamic:
+                    kwargs[name] = env[slot]
+                for name, parts in step.variadic:
+                    kwargs[name] = tuple(env[p.index] if isinstance(p, _Slot) else p.value
+                                         for p in parts)
+                for slot, value in zip(step.outs, _call(step.node, step.fn, kwargs, step.types)):
+                    env[slot] = value
+                for slot in step.free:
+                    env[slot] = None
         handed: list[np.ndarray] = []
         for result in self._results:
             if isinstance(result, _Slot):

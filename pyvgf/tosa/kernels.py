@@ -17,9 +17,11 @@ from itertools import product
 from typing import TypeVar
 
 import ml_dtypes
+import numba
 import numpy as np
 
-from .compiled import bias_clamp_rows
+from . import threads
+from .compiled import bias_clamp_rows, gemm_columns, gemm_rows
 
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
@@ -120,6 +122,58 @@ def bias_clamp(acc: np.ndarray, bias: np.ndarray, low: float = -np.inf, high: fl
     bias_clamp_rows(acc.reshape(-1, channels), per_channel(bias, channels, F32), F32.type(low),
                     F32.type(high), nan_to_low)
     return acc
+
+
+GEMM_BLOCK_ROWS = 32
+"""The fewest rows, or columns, of a GEMM's result worth a thread of their own."""
+
+GEMM_BLOCK_BYTES = 1 << 18
+"""The most bytes of a GEMM's result in one block, so that finishing it finds it in cache."""
+
+Finish = tuple[np.ndarray, float, float, bool]
+"""What finishes a float GEMM's result in place: + bias (one per column), clamped to
+[low, high], NaN made low or not: (bias, low, high, nan_to_low)."""
+
+
+def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
+               finish: Finish | None = None) -> bool:
+    """out = a @ b of 2-D matrices, then finished as `finish` says (kernels.Finish) when
+    given, in blocks of out's rows (or, with few rows and b laid out by columns as weight
+    matrices are, its columns) over numba's threads, one single-threaded BLAS call each; True
+    when done. False, with nothing done, where this does not apply: the loops run on one
+    thread (threads.py), the matrices are not all float32 or all float64 or not contiguous
+    (a and out by rows), or they are too small to split."""
+    workers = numba.get_num_threads()
+    if (workers < 2 or not threads.spread() or a.dtype not in (F32, F64)
+            or not a.dtype == b.dtype == out.dtype or not a.flags.c_contiguous
+            or not out.flags.c_contiguous or not (b.flags.c_contiguous or b.flags.f_contiguous)):
+        return False
+    rows, cols = out.shape
+    bias, low, high, nan_to_low = finish or (out[:0, 0], 0, 0, False)
+    args = (finish is not None, bias, out.dtype.type(low), out.dtype.type(high), nan_to_low)
+    if rows >= workers * GEMM_BLOCK_ROWS:
+        # One block per thread; when finishing, blocks small enough to be finished in cache.
+        blocks = -(-out.nbytes // (workers * GEMM_BLOCK_BYTES)) if finish else 1
+        gemm_rows(a, b, out, min(rows // GEMM_BLOCK_ROWS, blocks * workers), *args)
+    elif cols >= workers * GEMM_BLOCK_ROWS and b.flags.f_contiguous:
+        gemm_columns(a, b.T, out, workers, *args)
+    else:
+        return False
+    return True
+
+
+def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+    """a @ b of matrices [M, K] @ [K, N], or of batches of them [B, M, K] @ [B, K, N], into
+    `out` (C-contiguous) when given: split_gemm where it applies to a matrix, else numpy's
+    matmul (on BLAS's own threads)."""
+    if out is None:
+        out = np.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b))
+    if a.ndim == 3 and threads.spread():
+        for x, y, z in zip(a, b, out):
+            gemm(x, y, z)
+    elif a.ndim == 3 or not split_gemm(a, b, out):
+        np.matmul(a, b, out=out)
+    return out
 
 
 def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],

@@ -24,6 +24,11 @@ Call convention (the graph interpreter relies on it):
     `(acc, bias, result_dtype)` taking the convolution's accumulator (for integers float or
     int64 holding exact integers) and bias in place of the tensor of `result_dtype` they make,
     which returns the same result (it may overwrite acc), or None where it does not apply.
+    That function may carry `bounds`, (low, high, nan_to_low): for a float result it is then a
+    clamp of acc + bias, which the convolution may apply inside its own loops instead.
+  * An op that calls BLAS (`tosa_op(name, blas=True)`: the convolutions made of GEMMs, MATMUL)
+    makes the interpreter hold BLAS at one thread while a run splits its loops over numba's
+    threads (threads.py).
   * The function returns one numpy array (a tuple of arrays for FFT2D and RFFT2D) whose dtype
     and shape are exactly the result type the graph declares. Operands are read-only: never
     modify them (constants are shared by every run).
@@ -48,6 +53,7 @@ class OpDef:
     fn: OpFn
     check: OpFn | None = None
     bandwise: bool = False
+    blas: bool = False
     inplace: OpFn | None = None
     from_accumulator: OpFn | None = None
 
@@ -55,13 +61,13 @@ class OpDef:
 OPS: dict[str, OpDef] = {}
 
 
-def tosa_op(name: str, *, bandwise: bool = False) -> Callable[[OpFn], OpFn]:
+def tosa_op(name: str, *, bandwise: bool = False, blas: bool = False) -> Callable[[OpFn], OpFn]:
     """Register `fn` as the implementation of the TOSA operator `name` (e.g. "CONV2D")."""
 
     def register(fn: OpFn) -> OpFn:
         if name in OPS:
             raise RuntimeError(f"TOSA operator {name} registered twice")
-        opdef = OPS[name] = OpDef(name, fn, bandwise=bandwise)
+        opdef = OPS[name] = OpDef(name, fn, bandwise=bandwise, blas=blas)
 
         def check(checker: OpFn) -> OpFn:
             opdef.check = checker

@@ -23,7 +23,7 @@ from .checking import (
     tensor_type,
     zero_point,
 )
-from .kernels import F32, exact_dtype, max_offset, scalar
+from .kernels import F32, exact_dtype, gemm, max_offset, scalar
 from .registry import tosa_op
 
 MATMUL_TYPES = {
@@ -34,7 +34,7 @@ MATMUL_TYPES = {
 
 
 
-@tosa_op("MATMUL")
+@tosa_op("MATMUL", blas=True)
 def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray,
            result_dtype: np.dtype) -> np.ndarray:
     """Batched matrix product: A [N,H,C] times B [N,C,W] -> [N,H,W] of `result_dtype`, the
@@ -43,7 +43,7 @@ def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray,
     if is_float(A.dtype):
         a = A.astype(F32, copy=False)
         b = B.astype(F32, copy=False)
-        return np.matmul(a, b).astype(out_dtype, copy=False)
+        return gemm(a, b).astype(out_dtype, copy=False)
     azp, bzp = scalar(A_zp), scalar(B_zp)
     dtype = exact_dtype(A.shape[2] * max_offset(A.dtype, azp) * max_offset(B.dtype, bzp))
     a = A.astype(dtype)
@@ -52,7 +52,7 @@ def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray,
         a -= azp
     if bzp:
         b -= bzp
-    return np.matmul(a, b).astype(out_dtype, copy=False)
+    return gemm(a, b).astype(out_dtype, copy=False)
 
 
 @tosa_op("FFT2D")

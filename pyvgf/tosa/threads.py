@@ -1,0 +1,95 @@
+"""How the CPU executor shares the machine's cores.
+
+The compiled loops (compiled.py), GEMMs included, split their rows over numba's threads:
+numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or numba.set_num_threads says
+otherwise. While a graph runs with more than one such thread, BLAS runs one thread of its own
+(`one_blas_thread`): the loops call it from every worker at once, and two pools of busy-waiting
+threads on the same cores slowed MobileNetV2 by 15x when tried.
+
+numba runs those threads with GNU OpenMP where no TBB is installed, and GNU OpenMP cannot be
+used again in a process forked from one that used it (numba ends such a process). A forked
+child therefore runs the loops on its one thread: the same arithmetic, in the same order per
+element, so the same results.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numba
+
+_forked = False
+
+
+def _after_fork() -> None:
+    global _forked
+    _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork)
+
+
+def spread() -> bool:
+    """Whether the loops split their rows over several threads now."""
+    return not _forked and numba.get_num_threads() > 1
+
+
+class _BlasLimit:
+    """BLAS held at one thread while any graph runs, counted so that graphs running at once on
+    several Python threads give the caller's setting back only when the last one ends.
+
+    threadpoolctl finds the BLAS libraries loaded (numpy's, and SciPy's, which numba calls)
+    and sets their thread counts. For OpenBLAS it lets only the first Python thread that set
+    a count set it again, which would leave runs on other threads with BLAS threads of their
+    own; the count of runs here decides instead, so the library's own setter is called
+    (threadpoolctl's `_real_set_num_threads`, where it has one)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._users = 0
+        self._libraries: list[Any] = []
+        self._saved: list[int | None] = []
+
+    def enter(self) -> None:
+        with self._lock:
+            self._users += 1
+            if self._users == 1:
+                if not self._libraries:
+                    import scipy.linalg.cython_blas  # noqa: F401  (numba's BLAS: load it first)
+                    from threadpoolctl import ThreadpoolController
+                    self._libraries = ThreadpoolController().select(user_api="blas").lib_controllers
+                self._saved = [library.get_num_threads() for library in self._libraries]
+                for library in self._libraries:
+                    _set_threads(library, 1)
+
+    def exit(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users == 0:
+                for library, count in zip(self._libraries, self._saved):
+                    if count is not None:
+                        _set_threads(library, count)
+
+
+def _set_threads(library: Any, count: int) -> None:
+    getattr(library, "_real_set_num_threads", library.set_num_threads)(count)
+
+
+_BLAS = _BlasLimit()
+
+
+@contextmanager
+def one_blas_thread() -> Iterator[None]:
+    """BLAS on one thread inside the block when the loops run on several; else nothing."""
+    if not spread():
+        yield
+        return
+    _BLAS.enter()
+    try:
+        yield
+    finally:
+        _BLAS.exit()

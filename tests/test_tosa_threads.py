@@ -1,0 +1,190 @@
+"""The CPU executor's threads (pyvgf/tosa/threads.py): loops and GEMMs split over numba's
+threads give what one thread gives, BLAS runs one thread only while a graph runs and is then
+given back as the caller had it, and a process forked after a run still runs graphs."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import numba
+import numpy as np
+import pytest
+import threadpoolctl
+from conftest_spirv import fixtures, random_input, vgf_graph
+from conftest_tosa import run_op
+
+from pyvgf.tosa import conv, kernels
+from pyvgf.tosa.interpreter import GraphPlan
+from pyvgf.types import TensorType
+
+pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                                reason="numba has one thread here: nothing is split")
+
+F32 = np.dtype(np.float32)
+
+
+def on_one_thread(fn: Callable[[], object]) -> object:
+    """fn() with numba's loops on one thread (so not split, and BLAS left alone)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        return fn()
+    finally:
+        numba.set_num_threads(before)
+
+
+def blas_threads() -> set[int]:
+    return {lib["num_threads"] for lib in threadpoolctl.threadpool_info() if lib["user_api"] == "blas"}
+
+
+@pytest.fixture
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """GEMMs of a few rows split too, in blocks of a few bytes; returns the split kernels'
+    names as they are called."""
+    calls: list[str] = []
+    monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", 1)
+    monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 64)
+    for name in ("gemm_rows", "gemm_columns"):
+        kernel = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a)))
+    return calls
+
+
+# -- split GEMMs ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rows, cols, order", [(200, 24, "F"), (200, 24, "C"), (7, 300, "F"), (1, 100, "F")],
+                         ids=["rows-F", "rows-C", "columns", "one-row"])
+@pytest.mark.parametrize("bounds", [None, (-np.inf, np.inf, False), (0.0, 6.0, False), (0.0, 6.0, True)],
+                         ids=["plain", "bias", "clamp", "clamp-nan-to-low"])
+def test_split_gemm_is_the_whole_product_then_finished(rows, cols, order, bounds):
+    rng = np.random.default_rng(0)
+    # Small integers: every partial sum is exact, so any split and order give the same bits.
+    a = rng.integers(-8, 9, (rows, 40)).astype(F32)
+    b = np.asarray(rng.integers(-8, 9, (40, cols)).astype(F32), order=order)
+    bias = rng.integers(-30, 30, cols).astype(F32) + F32.type(0.5)
+    bias[1] = np.nan
+    out = np.full((rows, cols), -1.0, F32)
+    finish = None if bounds is None else (bias, *bounds)
+    assert kernels.split_gemm(a, b, out, finish)
+    want = a @ b
+    if bounds is not None:
+        low, high, nan_to_low = bounds
+        want = np.clip(want + bias, low, high)
+        if nan_to_low:
+            want[np.isnan(want)] = low
+    np.testing.assert_array_equal(out, want)
+
+
+@pytest.mark.parametrize("case", ["few-rows-by-rows", "int64", "strided", "too-small"])
+def test_split_gemm_declines_what_it_cannot_split(case):
+    a = np.ones((7, 40), F32)
+    b = np.ones((40, 300), F32)  # by rows: its columns cannot be blocks without a copy
+    if case == "int64":
+        a, b = np.ones((200, 40), np.int64), np.ones((40, 300), np.int64, order="F")
+    elif case == "strided":
+        a, b = np.ones((400, 40), F32)[::2], np.asfortranarray(b)
+    elif case == "too-small":
+        a, b = np.ones((3, 40), F32), np.ones((40, 5), F32, order="F")
+    out = np.zeros((a.shape[0], b.shape[1]), a.dtype)
+    assert not kernels.split_gemm(a, b, out)
+    assert not out.any()  # untouched
+    np.testing.assert_array_equal(kernels.gemm(a, b), a @ b)
+
+
+# -- whole graphs and ops: split against one thread --------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["interpreter_fuse_f32", "interpreter_fuse_i8", "spirv_conv_add"])
+def test_split_runs_give_what_one_thread_gives(name, small_blocks):
+    graph, constants = vgf_graph(fixtures.model(name))
+    plan = GraphPlan(graph, constants)
+    rng = np.random.default_rng(11)
+    inputs = [random_input(p.type, rng) for p in graph.inputs]
+    split = plan.run(inputs)
+    assert small_blocks  # the GEMMs were split
+    del small_blocks[:]
+    alone = on_one_thread(lambda: plan.run(inputs))
+    assert not small_blocks
+    for got, want in zip(split, alone):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if got.dtype.kind in "iu":
+            np.testing.assert_array_equal(got, want)
+        else:  # two BLAS builds may round a sum differently
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+def test_split_matmul_gives_what_one_thread_gives(dtype, small_blocks):
+    rng = np.random.default_rng(4)
+    a = rng.integers(-100, 100, (3, 70, 40)).astype(dtype)
+    b = rng.integers(-100, 100, (3, 40, 50)).astype(dtype)
+    out_dtype = np.dtype(np.float32 if dtype == np.float32 else np.int32)
+    zp = np.zeros(1, dtype)
+
+    def product():
+        return run_op("MATMUL", TensorType(out_dtype, (3, 70, 50)), A=a, B=b, A_zp=zp, B_zp=zp,
+                      result_dtype=out_dtype)
+
+    split = product()
+    assert small_blocks
+    np.testing.assert_array_equal(split, on_one_thread(product))
+    np.testing.assert_array_equal(split, (a.astype(np.int64) @ b.astype(np.int64)).astype(out_dtype))
+
+
+# -- BLAS threads --------------------------------------------------------------------------------
+
+
+def _conv_plan() -> tuple[GraphPlan, list[np.ndarray]]:
+    graph, constants = vgf_graph(fixtures.model("interpreter_fuse_f32"))
+    rng = np.random.default_rng(2)
+    return GraphPlan(graph, constants), [random_input(p.type, rng) for p in graph.inputs]
+
+
+@pytest.fixture
+def blas_during_convolutions(small_blocks, monkeypatch) -> list[set[int]]:
+    """BLAS's thread counts as each 1x1 convolution of a run starts."""
+    seen: list[set[int]] = []
+    split_gemm = conv.split_gemm
+    monkeypatch.setattr(conv, "split_gemm", lambda *a: (seen.append(blas_threads()), split_gemm(*a))[1])
+    return seen
+
+
+def test_blas_runs_one_thread_while_a_graph_runs_and_is_then_given_back(blas_during_convolutions):
+    plan, inputs = _conv_plan()
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):  # the caller's own setting
+        plan.run(inputs)
+        assert blas_threads() == {2}
+        with ThreadPoolExecutor(4) as pool:  # runs overlapping on several Python threads
+            list(pool.map(lambda _: plan.run(inputs), range(16)))
+        assert blas_threads() == {2}
+    assert blas_during_convolutions and all(threads == {1} for threads in blas_during_convolutions)
+
+
+def test_blas_is_left_alone_on_one_thread(blas_during_convolutions):
+    plan, inputs = _conv_plan()
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        on_one_thread(lambda: plan.run(inputs))
+        assert blas_threads() == {2}
+    assert blas_during_convolutions and all(threads == {2} for threads in blas_during_convolutions)
+
+
+# -- fork --------------------------------------------------------------------------------------------
+
+
+def _run_in_child(plan: GraphPlan, inputs: list[np.ndarray], want: list[np.ndarray]) -> None:
+    same = all(np.allclose(g, w, rtol=1e-6, atol=1e-6) for g, w in zip(plan.run(inputs), want))
+    os._exit(0 if same else 3)
+
+
+def test_a_process_forked_after_a_run_still_runs_graphs():
+    """GNU OpenMP ends a forked child that uses it again; the child runs on one thread."""
+    plan, inputs = _conv_plan()
+    want = plan.run(inputs)  # this process has now used numba's threads
+    child = multiprocessing.get_context("fork").Process(target=_run_in_child, args=(plan, inputs, want))
+    child.start()
+    child.join(120)
+    assert child.exitcode == 0  # not 3 (other results), nor killed, nor still running (None)
