@@ -45,11 +45,11 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("model")
     p.add_argument("--runs", type=int, default=20)
-    p.add_argument("--threads", type=int, default=0, help="BLAS threads (0: numpy's default)")
+    p.add_argument("--threads", type=int, default=0, help="BLAS and numba threads (0: their defaults)")
     p.add_argument("--models-dir", type=Path)
     args = p.parse_args(argv)
     if args.threads:
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
             os.environ[var] = str(args.threads)
     root = Path(__file__).resolve().parents[2]
     sys.path[:0] = [str(root), str(root / "tools"), str(root / "tools" / "bench")]

@@ -59,7 +59,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                    help="scenario_runner processes of --repeat 1 and of --repeat 1+N each (wall per repeat)")
     p.add_argument("--reference-repeat", type=int, default=3, help="timed tosa_reference_model runs")
     p.add_argument("--threads", type=int, default=0,
-                   help="BLAS and torch CPU threads (0: each library's default)")
+                   help="BLAS, numba (pyvgf cpu) and torch CPU threads (0: each library's default)")
     p.add_argument("--torch-device", default="cpu", help="torch device: cpu or cuda")
     p.add_argument("--models-dir", type=Path, help="use prebuilt NAME.vgf/.tosa/.npz from DIR")
     p.add_argument("--export", type=Path, metavar="DIR", help="write NAME.vgf/.tosa/.npz into DIR and exit")
@@ -464,8 +464,8 @@ def main(argv: list[str] | None = None) -> int:
     sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tools" / "bench")]
     args = _parse(argv)
     if args.threads:
-        # BLAS reads its thread count when numpy is first imported, so set it before that.
-        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        # BLAS and numba read their thread counts when first imported, so set them before that.
+        for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
             os.environ[var] = str(args.threads)
     if "torch" in args.backends:
         import torch
