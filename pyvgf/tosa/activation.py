@@ -6,7 +6,6 @@ import math
 from collections.abc import Callable
 
 import numpy as np
-from scipy import special
 
 from ._common import (
     FLOATS,
@@ -108,6 +107,8 @@ def _clamp_check(result, *, min_val, max_val, nan_mode, input):  # noqa: A002
 @tosa_op("ERF", bandwise=True)
 def erf(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
     """erf in float64 (SciPy's), rounded to fp32 and then to the input's type."""
+    from scipy import special  # on first use: importing it takes a fifth of a second
+
     wide = input.astype(np.float64)
     special.erf(wide, out=wide)
     return wide.astype(np.float32).astype(input.dtype)

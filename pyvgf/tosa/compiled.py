@@ -7,6 +7,10 @@ it first meets and caches the machine code on disk, so a model's first run in a 
 loads it rather than compiling again. The loops keep the specification's order of operations:
 floats are multiplied and added one step at a time in kernel-tap order (no fused multiply-add,
 no reassociation), integers are exact in int64.
+
+The depthwise loop and the GEMM blocks split their rows over numba's threads (threads.py); the
+others get a band of a convolution's result at a time, too little work to share. Compiling a
+threaded loop takes about a second, once per machine: only the prange loops are made parallel.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from numba import njit, prange
 from . import threads
 
 
-def _jit(fn: Callable[..., object], parallel: bool) -> Callable[..., object]:
+def _jit(fn: Callable[..., object], parallel: bool | dict[str, bool]) -> Callable[..., object]:
     """fn compiled by numba (without the GIL), its machine code cached on disk; where numba
     finds no writable cache directory (a read-only install and home), compiled in every
     process instead."""
@@ -33,13 +37,18 @@ def _jit(fn: Callable[..., object], parallel: bool) -> Callable[..., object]:
 
 
 def _serial(fn: Callable[..., None]) -> Callable[..., None]:
-    """fn compiled as written (a helper of the loops below)."""
+    """fn compiled as written, run on the calling thread."""
     return _jit(fn, parallel=False)
+
+
+_PRANGE_ONLY = {"prange": True, "comprehension": False, "setitem": False, "reduction": False,
+                "numpy": False, "stencil": False, "fusion": False, "inplace_binop": False}
+"""numba's parallel options: only the explicit prange loops (compiles in about half the time)."""
 
 
 def _threaded(fn: Callable[..., None]) -> Callable[..., None]:
     """fn with its prange split over numba's threads (for callers that check threads.spread())."""
-    return _jit(fn, parallel=True)
+    return _jit(fn, parallel=_PRANGE_ONLY)
 
 
 class _RowLoop:
@@ -111,7 +120,7 @@ def depthwise_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int
                 _bias_clamp_row(out, bias, low, high, nan_to_low)
 
 
-@_RowLoop
+@_serial
 def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: np.ndarray,
                  shift: np.ndarray, double_round: bool, output_zp: int, low: int, high: int,
                  out: np.ndarray) -> None:
@@ -125,7 +134,7 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
     rows, channels = x.shape
     half = np.int64(1) << (wrap_bits - 1) if wrap_bits else np.int64(0)
     mask = (half << 1) - 1
-    for i in prange(rows):
+    for i in range(rows):
         for c in range(channels):
             v = np.int64(x[i, c]) + offset[c]
             if wrap_bits:
@@ -138,14 +147,14 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
             out[i, c] = min(max(y, low), high)
 
 
-@_RowLoop
+@_serial
 def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                         shift: np.ndarray, output_zp: int, low: int, high: int,
                         out: np.ndarray) -> None:
     """rescale_rows without double rounding, wrapping to int32 (wrap32) or not at all: nearly
     every RESCALE, in a loop free of the other cases' branches (about a fifth faster)."""
     rows, channels = x.shape
-    for i in prange(rows):
+    for i in range(rows):
         for c in range(channels):
             v = np.int64(x[i, c]) + offset[c]
             if wrap32:
@@ -155,11 +164,12 @@ def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multipl
             out[i, c] = min(max(y, low), high)
 
 
-@_RowLoop
+@_serial
 def bias_clamp_rows(x: np.ndarray, bias: np.ndarray, low: float, high: float,
                     nan_to_low: bool) -> None:
-    """In place on each row of x [rows, C], as _bias_clamp_row says."""
-    for i in prange(x.shape[0]):
+    """In place on each row of x [rows, C], as _bias_clamp_row says (on one thread: a band of
+    a convolution's result is too little work to share)."""
+    for i in range(x.shape[0]):
         _bias_clamp_row(x[i], bias, low, high, nan_to_low)
 
 
@@ -179,19 +189,3 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
             if finish:
                 for i in range(first, stop):
                     _bias_clamp_row(out[i], bias, low, high, nan_to_low)
-
-
-@_threaded
-def gemm_columns(a: np.ndarray, b_t: np.ndarray, out: np.ndarray, blocks: int, finish: bool,
-                 bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
-    """gemm_rows for few rows: out = a @ b_t.T (all C-contiguous) in `blocks` blocks of out's
-    columns, each made apart and copied in."""
-    cols = out.shape[1]
-    step = -(-cols // blocks)
-    for k in prange(blocks):
-        first, stop = k * step, min(cols, k * step + step)
-        if first < stop:
-            out[:, first:stop] = np.dot(a, b_t[first:stop].T)
-            if finish:
-                for i in range(out.shape[0]):
-                    _bias_clamp_row(out[i, first:stop], bias[first:stop], low, high, nan_to_low)

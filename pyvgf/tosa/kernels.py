@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from . import threads
-from .compiled import bias_clamp_rows, gemm_columns, gemm_rows
+from .compiled import bias_clamp_rows, gemm_rows
 
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
@@ -124,8 +124,9 @@ def bias_clamp(acc: np.ndarray, bias: np.ndarray, low: float = -np.inf, high: fl
     return acc
 
 
-GEMM_BLOCK_ROWS = 32
-"""The fewest rows, or columns, of a GEMM's result worth a thread of their own."""
+GEMM_BLOCK_ROWS = 16
+"""The fewest rows of a GEMM's result worth a thread of their own (a 7x7 map's 49 rows split
+in two still take about a quarter off)."""
 
 GEMM_BLOCK_BYTES = 1 << 18
 """The most bytes of a GEMM's result in one block, so that finishing it finds it in cache."""
@@ -138,27 +139,23 @@ Finish = tuple[np.ndarray, float, float, bool]
 def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
                finish: Finish | None = None) -> bool:
     """out = a @ b of 2-D matrices, then finished as `finish` says (kernels.Finish) when
-    given, in blocks of out's rows (or, with few rows and b laid out by columns as weight
-    matrices are, its columns) over numba's threads, one single-threaded BLAS call each; True
-    when done. False, with nothing done, where this does not apply: the loops run on one
-    thread (threads.py), the matrices are not all float32 or all float64 or not contiguous
-    (a and out by rows), or they are too small to split."""
+    given, in blocks of out's rows over numba's threads, one single-threaded BLAS call each;
+    True when done. False, with nothing done, where this does not apply: the loops run on one
+    thread (threads.py), the matrices are not all float32 or all float64 or not contiguous (a
+    and out by rows), or out has too few rows to split."""
     workers = numba.get_num_threads()
-    if (workers < 2 or not threads.spread() or a.dtype not in (F32, F64)
-            or not a.dtype == b.dtype == out.dtype or not a.flags.c_contiguous
-            or not out.flags.c_contiguous or not (b.flags.c_contiguous or b.flags.f_contiguous)):
+    rows = out.shape[0]
+    if (workers < 2 or rows < workers * GEMM_BLOCK_ROWS or not threads.spread()
+            or a.dtype not in (F32, F64) or not a.dtype == b.dtype == out.dtype
+            or not a.flags.c_contiguous or not out.flags.c_contiguous
+            or not (b.flags.c_contiguous or b.flags.f_contiguous)):
         return False
-    rows, cols = out.shape
-    bias, low, high, nan_to_low = finish or (out[:0, 0], 0, 0, False)
-    args = (finish is not None, bias, out.dtype.type(low), out.dtype.type(high), nan_to_low)
-    if rows >= workers * GEMM_BLOCK_ROWS:
-        # One block per thread; when finishing, blocks small enough to be finished in cache.
-        blocks = -(-out.nbytes // (workers * GEMM_BLOCK_BYTES)) if finish else 1
-        gemm_rows(a, b, out, min(rows // GEMM_BLOCK_ROWS, blocks * workers), *args)
-    elif cols >= workers * GEMM_BLOCK_ROWS and b.flags.f_contiguous:
-        gemm_columns(a, b.T, out, workers, *args)
-    else:
-        return False
+    bias, low, high, nan_to_low = finish or (np.empty(0, out.dtype), 0, 0, False)
+    # One block per thread; when finishing, blocks small enough to be finished in cache.
+    blocks = -(-out.nbytes // (workers * GEMM_BLOCK_BYTES)) if finish else 1
+    gemm_rows(a, b, out, min(rows // GEMM_BLOCK_ROWS, blocks * workers), finish is not None,
+              bias.astype(out.dtype, copy=False), out.dtype.type(low), out.dtype.type(high),
+              nan_to_low)
     return True
 
 

@@ -1,10 +1,12 @@
 """How the CPU executor shares the machine's cores.
 
-The compiled loops (compiled.py), GEMMs included, split their rows over numba's threads:
-numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or numba.set_num_threads says
-otherwise. While a graph runs with more than one such thread, BLAS runs one thread of its own
-(`one_blas_thread`): the loops call it from every worker at once, and two pools of busy-waiting
-threads on the same cores slowed MobileNetV2 by 15x when tried.
+The depthwise loop and float GEMMs (compiled.py, kernels.split_gemm) split their rows over
+numba's threads: numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or
+numba.set_num_threads says otherwise. While a graph that calls BLAS runs with more than one
+such thread, BLAS runs one thread of its own (`one_blas_thread`): the GEMM blocks call it from
+every worker at once, and two pools of busy-waiting threads on the same cores slowed
+MobileNetV2 by 15x when tried. (Python's own threads were tried too: handing a range to a
+worker and back took 80-230 us, against 3-30 for numba's.)
 
 numba runs those threads with GNU OpenMP where no TBB is installed, and GNU OpenMP cannot be
 used again in a process forked from one that used it (numba ends such a process). A forked
