@@ -8,9 +8,9 @@ loads it rather than compiling again. The loops keep the specification's order o
 floats are multiplied and added one step at a time in kernel-tap order (no fused multiply-add,
 no reassociation), integers are exact in int64.
 
-The depthwise loop and the GEMM blocks split their rows over numba's threads (threads.py); the
-others get a band of a convolution's result at a time, too little work to share. Compiling a
-threaded loop takes about a second, once per machine: only the prange loops are made parallel.
+The depthwise loop, the GEMM blocks and RESCALE after a convolution split their rows over
+numba's threads (threads.py); the others run on the calling thread. Compiling a threaded loop
+takes about a second, once per machine: only the prange loops are made parallel.
 """
 
 from __future__ import annotations
@@ -147,14 +147,14 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
             out[i, c] = min(max(y, low), high)
 
 
-@_serial
+@_RowLoop
 def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                         shift: np.ndarray, output_zp: int, low: int, high: int,
                         out: np.ndarray) -> None:
     """rescale_rows without double rounding, wrapping to int32 (wrap32) or not at all: nearly
     every RESCALE, in a loop free of the other cases' branches (about a fifth faster)."""
     rows, channels = x.shape
-    for i in range(rows):
+    for i in prange(rows):
         for c in range(channels):
             v = np.int64(x[i, c]) + offset[c]
             if wrap32:

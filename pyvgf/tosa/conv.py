@@ -35,6 +35,7 @@ from .checking import (
     tensor_type,
     zero_point,
 )
+from . import threads
 from .compiled import depthwise_rows
 from .kernels import (
     F32,
@@ -226,7 +227,8 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
             return result.array
         # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
         row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
-        for first, stop in bands(0, out_size[0], row_bytes, POINTWISE_BAND_BYTES):
+        band_bytes = SHARED_BAND_BYTES if threads.spread() else POINTWISE_BAND_BYTES
+        for first, stop in bands(0, out_size[0], row_bytes, band_bytes):
             cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
             acc = _gemm(cols, wmat, result.target(first, stop))
             result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
@@ -273,6 +275,11 @@ POINTWISE_BAND_BYTES = 1 << 20
 DEPTHWISE_BAND_BYTES = 1 << 18
 """Band size of a depthwise convolution's accumulator."""
 
+SHARED_BAND_BYTES = 1 << 24
+"""Band size of a 1x1 or depthwise convolution whose loops run on several threads
+(threads.py): each band wakes them twice (the convolution, then its epilogue), so bands are
+large, a whole layer of MobileNetV2; int8 ran 1.2x faster than with 1 MB bands."""
+
 _NATIVE = frozenset(map(np.dtype, (np.int8, np.int16, np.float32)))
 """Input types the compiled depthwise loop reads as they are; others become the compute type."""
 
@@ -313,7 +320,8 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
         return result.array
     unused = (np.empty(0, dtype), dtype.type(0), dtype.type(0), False)
     row_bytes = n * out_size[1] * channels * mult * dtype.itemsize
-    for start, end in bands(0, out_size[0], row_bytes, DEPTHWISE_BAND_BYTES):
+    band_bytes = SHARED_BAND_BYTES if threads.spread() else DEPTHWISE_BAND_BYTES
+    for start, end in bands(0, out_size[0], row_bytes, band_bytes):
         acc = result.target(start, end)
         if acc is None:
             acc = np.empty((n, end - start, out_size[1], channels * mult), dtype)

@@ -143,9 +143,11 @@ class _Rescaling:
             self.low, self.high = int_min(self.out_dtype), int_max(self.out_dtype)
         self._factors: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def apply(self, x: np.ndarray, add: int | np.ndarray, wrap_bits: int) -> np.ndarray:
+    def apply(self, x: np.ndarray, add: int | np.ndarray, wrap_bits: int,
+              shared: bool = False) -> np.ndarray:
         """The rescaled x + add (an integer, or a vector of one per channel), x + add first
-        wrapped to `wrap_bits` bits unless 0."""
+        wrapped to `wrap_bits` bits unless 0; the common case's rows over numba's threads when
+        `shared` (threads.py)."""
         channels = x.shape[-1] if x.ndim else 1
         rows = x.reshape(-1, channels)
         out = np.empty(x.shape, self.out_dtype)
@@ -161,8 +163,9 @@ class _Rescaling:
             rescale_rows(rows, offset, wrap_bits, *factors, self.double_round, self.output_zp,
                          self.low, self.high, out.reshape(rows.shape))
         else:
-            rescale_common_rows(rows, offset, wrap_bits == 32, *factors, self.output_zp,
-                                self.low, self.high, out.reshape(rows.shape))
+            loop = rescale_common_rows if shared else rescale_common_rows.serial
+            loop(rows, offset, wrap_bits == 32, *factors, self.output_zp, self.low, self.high,
+                 out.reshape(rows.shape))
         return out
 
 
@@ -176,7 +179,7 @@ class _FromAccumulator:
         self.scaling = scaling
 
     def __call__(self, acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray:
-        return self.scaling.apply(acc, bias, 48 if result_dtype == I48 else 32)
+        return self.scaling.apply(acc, bias, 48 if result_dtype == I48 else 32, shared=True)
 
 
 @rescale.from_accumulator
