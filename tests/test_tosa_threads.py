@@ -189,3 +189,17 @@ def test_a_process_forked_after_a_run_still_runs_graphs():
     child.start()
     child.join(120)
     assert child.exitcode == 0  # not 3 (other results), nor killed, nor still running (None)
+
+
+def test_numba_s_workqueue_threads_are_not_used(monkeypatch):
+    """They end the process when two Python threads start parallel work at once."""
+    from pyvgf.tosa import threads
+
+    monkeypatch.setattr(numba.config, "THREADING_LAYER", "workqueue")
+    threads._thread_safe_layer.cache_clear()
+    try:
+        assert not threads.spread()
+    finally:
+        monkeypatch.undo()
+        threads._thread_safe_layer.cache_clear()
+    assert threads.spread()

@@ -1,7 +1,7 @@
 """How the CPU executor shares the machine's cores.
 
-The depthwise loop and float GEMMs (compiled.py, kernels.split_gemm) split their rows over
-numba's threads: numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or
+The depthwise loop, float GEMMs and the RESCALE fused after a convolution (compiled.py,
+kernels.split_gemm) split their rows over numba's threads: numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or
 numba.set_num_threads says otherwise. While a graph that calls BLAS runs with more than one
 such thread, BLAS runs one thread of its own (`one_blas_thread`): the GEMM blocks call it from
 every worker at once, and two pools of busy-waiting threads on the same cores slowed
@@ -11,11 +11,14 @@ worker and back took 80-230 us, against 3-30 for numba's.)
 numba runs those threads with GNU OpenMP where no TBB is installed, and GNU OpenMP cannot be
 used again in a process forked from one that used it (numba ends such a process). A forked
 child therefore runs the loops on its one thread: the same arithmetic, in the same order per
-element, so the same results.
+element, so the same results. So does a process where numba has neither (its own "workqueue"
+threads end the process when two Python threads start parallel work at once).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import os
 import threading
 from collections.abc import Iterator
@@ -37,7 +40,22 @@ os.register_at_fork(after_in_child=_after_fork)
 
 def spread() -> bool:
     """Whether the loops split their rows over several threads now."""
-    return not _forked and numba.get_num_threads() > 1
+    return not _forked and numba.get_num_threads() > 1 and _thread_safe_layer()
+
+
+@functools.cache
+def _thread_safe_layer() -> bool:
+    """Whether numba will run its threads on TBB or OpenMP (the first of them it can load,
+    unless NUMBA_THREADING_LAYER names another)."""
+    if numba.config.THREADING_LAYER == "workqueue":
+        return False
+    for layer in ("tbbpool", "omppool"):
+        try:
+            importlib.import_module(f"numba.np.ufunc.{layer}")
+        except ImportError:
+            continue
+        return True
+    return False
 
 
 class _BlasLimit:
