@@ -47,7 +47,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", 1)
     monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 64)
-    for name in ("gemm_rows",):
+    for name in ("gemm_rows", "gemm_rows_rescaled"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a)))
     return calls
@@ -107,6 +107,8 @@ def test_split_runs_give_what_one_thread_gives(name, small_blocks):
     inputs = [random_input(p.type, rng) for p in graph.inputs]
     split = plan.run(inputs)
     assert small_blocks  # the GEMMs were split
+    if name == "interpreter_fuse_i8":  # a 1x1 CONV2D + RESCALE made in one compiled call
+        assert "gemm_rows_rescaled" in small_blocks
     del small_blocks[:]
     alone = on_one_thread(lambda: plan.run(inputs))
     assert not small_blocks
@@ -203,3 +205,25 @@ def test_numba_s_workqueue_threads_are_not_used(monkeypatch):
         monkeypatch.undo()
         threads._thread_safe_layer.cache_clear()
     assert threads.spread()
+
+
+def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum():
+    """A 1x1 int8 convolution's GEMM, bias and RESCALE in one threaded call (from_gemm) against
+    the RESCALE op on the int32 result, sums that wrap included."""
+    from pyvgf.tosa.type_conversion import SINGLE_ROUND, _rescale_accumulated, rescale
+
+    rng = np.random.default_rng(3)
+    a = rng.integers(-128, 128, (70, 64)).astype(F32)
+    b = np.asfortranarray(rng.integers(-128, 128, (64, 40)).astype(F32))
+    bias = rng.integers(-2**31, 2**31, 40).astype(np.int32)
+    bias[:4] = [2**31 - 1, -2**31, 2**31 - 100, -2**31 + 50]  # sums past int32 wrap
+    operands = dict(scale32=True, rounding_mode=SINGLE_ROUND, per_channel=True, input_unsigned=False,
+                    output_unsigned=False, multiplier=rng.integers(1 << 30, 1 << 31, 40).astype(np.int32),
+                    shift=rng.integers(20, 40, 40).astype(np.int8), input_zp=np.zeros(1, np.int32),
+                    output_zp=np.array([-3], np.int8))
+    out = np.empty((70, 40), np.int8)
+    assert _rescale_accumulated(**operands).from_gemm(a, b, bias, np.dtype(np.int32), out)
+    total = a.astype(np.int64) @ b.astype(np.int64) + bias
+    wrapped = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
+    assert (wrapped != total).any()
+    np.testing.assert_array_equal(out, rescale(input=wrapped, **operands))

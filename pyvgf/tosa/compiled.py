@@ -147,21 +147,27 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
             out[i, c] = min(max(y, low), high)
 
 
+@_serial
+def _rescale_row(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
+                 shift: np.ndarray, output_zp: int, low: int, high: int, out: np.ndarray) -> None:
+    """One row of rescale_common_rows: out[c] from x[c] + offset[c]."""
+    for c in range(x.shape[0]):
+        v = np.int64(x[c]) + offset[c]
+        if wrap32:
+            v = np.int64(np.int32(v))
+        s = shift[c]
+        y = ((v * multiplier[c] + (np.int64(1) << (s - 1))) >> s) + output_zp
+        out[c] = min(max(y, low), high)
+
+
 @_RowLoop
 def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                         shift: np.ndarray, output_zp: int, low: int, high: int,
                         out: np.ndarray) -> None:
     """rescale_rows without double rounding, wrapping to int32 (wrap32) or not at all: nearly
     every RESCALE, in a loop free of the other cases' branches (about a fifth faster)."""
-    rows, channels = x.shape
-    for i in prange(rows):
-        for c in range(channels):
-            v = np.int64(x[i, c]) + offset[c]
-            if wrap32:
-                v = np.int64(np.int32(v))
-            s = shift[c]
-            y = ((v * multiplier[c] + (np.int64(1) << (s - 1))) >> s) + output_zp
-            out[i, c] = min(max(y, low), high)
+    for i in prange(x.shape[0]):
+        _rescale_row(x[i], offset, wrap32, multiplier, shift, output_zp, low, high, out[i])
 
 
 @_serial
@@ -189,3 +195,23 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
             if finish:
                 for i in range(first, stop):
                     _bias_clamp_row(out[i], bias, low, high, nan_to_low)
+
+
+@_threaded
+def gemm_rows_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int,
+                       offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
+                       shift: np.ndarray, output_zp: int, low: int, high: int) -> None:
+    """out = rescale_common_rows of a @ b + offset, for float32 or float64 matrices holding
+    integers whose products sum exactly (kernels.exact_dtype): one BLAS call per block of out's
+    rows into an accumulator of the block's size, rescaled while in cache, `blocks` blocks over
+    numba's threads."""
+    rows, cols = out.shape
+    step = -(-rows // blocks)
+    for k in prange(blocks):
+        first, stop = k * step, min(rows, k * step + step)
+        if first < stop:
+            acc = np.empty((stop - first, cols), a.dtype)
+            np.dot(a[first:stop], b, acc)
+            for i in range(stop - first):
+                _rescale_row(acc[i], offset, wrap32, multiplier, shift, output_zp, low, high,
+                             out[first + i])

@@ -108,12 +108,16 @@ class Epilogue(Protocol):
     whose sum the result would hold as `result_dtype`, overwriting the accumulator where it can
     (None: it cannot). `bounds`, when not None, says that for a float result the epilogue is a
     clamp, (low, high, nan_to_low) as kernels.Finish takes them, which the compiled loops may
-    apply themselves."""
+    apply themselves. `from_gemm` may make the whole final result into `out` from a 1x1
+    convolution's GEMM a @ b and bias itself (False: it did not)."""
 
     dtype: np.dtype
     bounds: tuple[float, float, bool] | None
 
     def __call__(self, band: np.ndarray) -> np.ndarray: ...
+
+    def from_gemm(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, result_dtype: np.dtype,
+                  out: np.ndarray) -> bool: ...
 
     def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
                          result_dtype: np.dtype) -> np.ndarray | None: ...
@@ -221,9 +225,12 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
         return result.finish(acc)
     xp = padded(input, dtype, pads, izp)
     if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
+        patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
         finish = result.finish_in_loop()
-        if finish is not None and split_gemm(xp.reshape(-1, xp.shape[-1]), wmat,
-                                             result.array.reshape(-1, oc), finish):
+        if finish is not None and split_gemm(patches, wmat, final, finish):
+            return result.array
+        if (epilogue is not None and finish is None
+                and epilogue.from_gemm(patches, wmat, bias, result.out_dtype, final)):
             return result.array
         # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
         row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize

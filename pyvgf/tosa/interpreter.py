@@ -97,6 +97,14 @@ class _Epilogue:
         band = _guard(self.chain[0][0], lambda: form(acc, bias, result_dtype))  # type: ignore[operator]
         return None if band is None else self._rest(band, 1)  # type: ignore[arg-type]
 
+    def from_gemm(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, result_dtype: np.dtype,
+                  out: np.ndarray) -> bool:
+        """Whether the first op, being the whole epilogue, made the final result into `out`
+        itself from a convolution's GEMM a @ b and its bias (see conv.Epilogue)."""
+        form = getattr(self._accumulated, "from_gemm", None) if len(self.chain) == 1 else None
+        return form is not None and bool(
+            _guard(self.chain[0][0], lambda: form(a, b, bias, result_dtype, out)))
+
     def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
         for node, opdef, static in self.chain[start:]:
             fn = opdef.inplace or opdef.fn

@@ -21,7 +21,7 @@ import numba
 import numpy as np
 
 from . import threads
-from .compiled import bias_clamp_rows, gemm_rows
+from .compiled import bias_clamp_rows, gemm_rows, gemm_rows_rescaled
 
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
@@ -136,6 +136,20 @@ Finish = tuple[np.ndarray, float, float, bool]
 [low, high], NaN made low or not: (bias, low, high, nan_to_low)."""
 
 
+def _gemm_blocks(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool) -> int:
+    """How many blocks of rows split_gemm cuts out = a @ b into: one per thread or, when each
+    is then finished, blocks small enough to be finished in cache; 0 where it does not split
+    (see split_gemm)."""
+    workers = numba.get_num_threads()
+    rows = out.shape[0]
+    if (workers < 2 or rows < workers * GEMM_BLOCK_ROWS or not threads.spread()
+            or a.dtype not in (F32, F64) or a.dtype != b.dtype or not a.flags.c_contiguous
+            or not out.flags.c_contiguous or not (b.flags.c_contiguous or b.flags.f_contiguous)):
+        return 0
+    blocks = -(-rows * b.shape[1] * a.itemsize // (workers * GEMM_BLOCK_BYTES)) if finishing else 1
+    return min(rows // GEMM_BLOCK_ROWS, blocks * workers)
+
+
 def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
                finish: Finish | None = None) -> bool:
     """out = a @ b of 2-D matrices, then finished as `finish` says (kernels.Finish) when
@@ -143,19 +157,30 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     True when done. False, with nothing done, where this does not apply: the loops run on one
     thread (threads.py), the matrices are not all float32 or all float64 or not contiguous (a
     and out by rows), or out has too few rows to split."""
-    workers = numba.get_num_threads()
-    rows = out.shape[0]
-    if (workers < 2 or rows < workers * GEMM_BLOCK_ROWS or not threads.spread()
-            or a.dtype not in (F32, F64) or not a.dtype == b.dtype == out.dtype
-            or not a.flags.c_contiguous or not out.flags.c_contiguous
-            or not (b.flags.c_contiguous or b.flags.f_contiguous)):
+    blocks = _gemm_blocks(a, b, out, finish is not None) if out.dtype == a.dtype else 0
+    if not blocks:
         return False
     bias, low, high, nan_to_low = finish or (np.empty(0, out.dtype), 0, 0, False)
-    # One block per thread; when finishing, blocks small enough to be finished in cache.
-    blocks = -(-out.nbytes // (workers * GEMM_BLOCK_BYTES)) if finish else 1
-    gemm_rows(a, b, out, min(rows // GEMM_BLOCK_ROWS, blocks * workers), finish is not None,
-              bias.astype(out.dtype, copy=False), out.dtype.type(low), out.dtype.type(high),
-              nan_to_low)
+    gemm_rows(a, b, out, blocks, finish is not None, bias.astype(out.dtype, copy=False),
+              out.dtype.type(low), out.dtype.type(high), nan_to_low)
+    return True
+
+
+Rescale = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int]
+"""A RESCALE in its common case (single rounding, the sum wrapped to int32), as
+compiled.rescale_common_rows takes it: (offset, multiplier, shift, output_zp, low, high), the
+vectors int64 of one entry per column."""
+
+
+def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: Rescale) -> bool:
+    """out = `rescale` of a @ b (integers held exactly in float32 or float64), as split_gemm
+    does it: each block of rows made and rescaled while in cache, on the threads; True when
+    done, False (nothing done) where split_gemm would not split."""
+    blocks = _gemm_blocks(a, b, out, True)
+    if not blocks:
+        return False
+    offset, multiplier, shift, output_zp, low, high = rescale
+    gemm_rows_rescaled(a, b, out, blocks, offset, True, multiplier, shift, output_zp, low, high)
     return True
 
 

@@ -32,7 +32,7 @@ from .checking import (
     tensor_type,
 )
 from .compiled import rescale_common_rows, rescale_rows
-from .kernels import I64, per_channel, prepared
+from .kernels import I64, per_channel, prepared, split_gemm_rescaled
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -143,6 +143,14 @@ class _Rescaling:
             self.low, self.high = int_min(self.out_dtype), int_max(self.out_dtype)
         self._factors: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
+    def factors(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
+        """The multiplier and shift as int64 vectors of `channels` entries (made once)."""
+        factors = self._factors.get(channels)
+        if factors is None:
+            factors = self._factors[channels] = (per_channel(self.multiplier, channels, I64),
+                                                 per_channel(self.shift, channels, I64))
+        return factors
+
     def apply(self, x: np.ndarray, add: int | np.ndarray, wrap_bits: int,
               shared: bool = False) -> np.ndarray:
         """The rescaled x + add (an integer, or a vector of one per channel), x + add first
@@ -151,10 +159,7 @@ class _Rescaling:
         channels = x.shape[-1] if x.ndim else 1
         rows = x.reshape(-1, channels)
         out = np.empty(x.shape, self.out_dtype)
-        factors = self._factors.get(channels)
-        if factors is None:
-            factors = self._factors[channels] = (per_channel(self.multiplier, channels, I64),
-                                                 per_channel(self.shift, channels, I64))
+        factors = self.factors(channels)
         if isinstance(add, np.ndarray):
             offset = per_channel(add, channels, I64)
         else:
@@ -180,6 +185,19 @@ class _FromAccumulator:
 
     def __call__(self, acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray:
         return self.scaling.apply(acc, bias, 48 if result_dtype == I48 else 32, shared=True)
+
+    def from_gemm(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, result_dtype: np.dtype,
+                  out: np.ndarray) -> bool:
+        """out = the RESCALE of a @ b + bias (a 1x1 convolution's GEMM and bias, an int32
+        result) made block by block over the threads (kernels.split_gemm_rescaled); False,
+        nothing done, for double rounding, an int48 result, or a GEMM not split."""
+        scaling = self.scaling
+        if scaling.double_round or result_dtype != I32:
+            return False
+        channels = out.shape[-1]
+        return split_gemm_rescaled(a, b, out, (per_channel(bias, channels, I64),
+                                               *scaling.factors(channels), scaling.output_zp,
+                                               scaling.low, scaling.high))
 
 
 @rescale.from_accumulator
