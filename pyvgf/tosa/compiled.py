@@ -199,12 +199,12 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
 
 @_threaded
 def gemm_rows_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int,
-                       offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
-                       shift: np.ndarray, output_zp: int, low: int, high: int) -> None:
-    """out = rescale_common_rows of a @ b + offset, for float32 or float64 matrices holding
-    integers whose products sum exactly (kernels.exact_dtype): one BLAS call per block of out's
-    rows into an accumulator of the block's size, rescaled while in cache, `blocks` blocks over
-    numba's threads."""
+                       offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                       output_zp: int, low: int, high: int) -> None:
+    """out = rescale_common_rows of a @ b + offset wrapped to int32, for float32 or float64
+    matrices holding integers whose products sum exactly (kernels.exact_dtype): one BLAS call
+    per block of out's rows into an accumulator of the block's size, rescaled while in cache,
+    `blocks` blocks over numba's threads."""
     rows, cols = out.shape
     step = -(-rows // blocks)
     for k in prange(blocks):
@@ -213,5 +213,5 @@ def gemm_rows_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: in
             acc = np.empty((stop - first, cols), a.dtype)
             np.dot(a[first:stop], b, acc)
             for i in range(stop - first):
-                _rescale_row(acc[i], offset, wrap32, multiplier, shift, output_zp, low, high,
+                _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                              out[first + i])

@@ -180,7 +180,7 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
     if not blocks:
         return False
     offset, multiplier, shift, output_zp, low, high = rescale
-    gemm_rows_rescaled(a, b, out, blocks, offset, True, multiplier, shift, output_zp, low, high)
+    gemm_rows_rescaled(a, b, out, blocks, offset, multiplier, shift, output_zp, low, high)
     return True
 
 
