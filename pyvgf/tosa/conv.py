@@ -229,8 +229,8 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
         finish = result.finish_in_loop()
         if finish is not None and split_gemm(patches, wmat, final, finish):
             return result.array
-        if (epilogue is not None and finish is None
-                and epilogue.from_gemm(patches, wmat, bias, result.out_dtype, final)):
+        if epilogue is not None and epilogue.from_gemm(patches, wmat, bias, result.out_dtype,
+                                                       final):
             return result.array
         # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
         row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize

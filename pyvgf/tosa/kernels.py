@@ -168,7 +168,7 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
 
 Rescale = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int]
 """A RESCALE in its common case (single rounding, the sum wrapped to int32), as
-compiled.rescale_common_rows takes it: (offset, multiplier, shift, output_zp, low, high), the
+compiled.gemm_rows_rescaled takes it: (offset, multiplier, shift, output_zp, low, high), the
 vectors int64 of one entry per column."""
 
 
@@ -187,7 +187,7 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """a @ b of matrices [M, K] @ [K, N], or of batches of them [B, M, K] @ [B, K, N], into
     `out` (C-contiguous) when given: split_gemm where it applies to a matrix, else numpy's
-    matmul (on BLAS's own threads)."""
+    matmul."""
     if out is None:
         out = np.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b))
     if a.ndim == 3 and threads.spread():
