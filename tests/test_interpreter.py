@@ -300,6 +300,7 @@ REFERENCE_MODELS = [
     "spirv_fp16_bf16",
     "interpreter_fuse_f32",
     "interpreter_fuse_i8",
+    "interpreter_fuse_rescales",
 ]  # not spirv_int48_fp8: tosa_reference_model cannot hand back INT48 outputs
 
 
@@ -348,6 +349,13 @@ FUSED_CHAINS = {
                              ["DEPTHWISE_CONV2D", "CLAMP"]],
     "interpreter_fuse_i8": [["CONV2D", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE", "CLAMP"],
                             ["CONV2D", "RESCALE"]],
+    # a RESCALE made in the convolution's compiled loop (1x1 blocks, the depthwise window),
+    # then a second one (a residual branch's, to int32 or int16) on its result; a first
+    # RESCALE rounding twice, which the loops leave to the bands
+    "interpreter_fuse_rescales": [["CONV2D", "RESCALE", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE"],
+                                  ["CONV2D", "RESCALE", "RESCALE"],
+                                  ["DEPTHWISE_CONV2D", "RESCALE", "RESCALE"],
+                                  ["CONV2D", "RESCALE", "RESCALE"]],
 }
 
 
@@ -359,7 +367,8 @@ def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch
     from pyvgf.tosa.registry import OPS
 
     if band_bytes is not None:
-        for module, attr in ((kernels, "BAND_BYTES"), (conv, "DEPTHWISE_BAND_BYTES")):
+        for module, attr in ((kernels, "BAND_BYTES"), (conv, "DEPTHWISE_BAND_BYTES"),
+                             (conv, "POINTWISE_BAND_BYTES"), (conv, "SHARED_BAND_BYTES")):
             monkeypatch.setattr(module, attr, band_bytes)
     graph, constants = vgf_graph(fixtures.model(name))
     plan = GraphPlan(graph, constants)

@@ -16,7 +16,7 @@ import threadpoolctl
 from conftest_spirv import fixtures, random_input, vgf_graph
 from conftest_tosa import run_op
 
-from pyvgf.tosa import conv, kernels
+from pyvgf.tosa import conv, kernels, threads
 from pyvgf.tosa.interpreter import GraphPlan
 from pyvgf.types import TensorType
 
@@ -50,6 +50,9 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     for name in ("gemm_rows", "gemm_rows_rescaled"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a)))
+    loop = conv.depthwise_rows_rescaled  # split when threads.spread(), as every _RowLoop
+    monkeypatch.setattr(conv, "depthwise_rows_rescaled", lambda *a: (
+        threads.spread() and calls.append("depthwise_rows_rescaled"), loop(*a)))
     return calls
 
 
@@ -99,7 +102,8 @@ def test_split_gemm_declines_what_it_cannot_split(case):
 # -- whole graphs and ops: split against one thread --------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["interpreter_fuse_f32", "interpreter_fuse_i8", "spirv_conv_add"])
+@pytest.mark.parametrize("name", ["interpreter_fuse_f32", "interpreter_fuse_i8",
+                                  "interpreter_fuse_rescales", "spirv_conv_add"])
 def test_split_runs_give_what_one_thread_gives(name, small_blocks):
     graph, constants = vgf_graph(fixtures.model(name))
     plan = GraphPlan(graph, constants)
@@ -107,8 +111,11 @@ def test_split_runs_give_what_one_thread_gives(name, small_blocks):
     inputs = [random_input(p.type, rng) for p in graph.inputs]
     split = plan.run(inputs)
     assert small_blocks  # the GEMMs were split
-    if name == "interpreter_fuse_i8":  # a 1x1 CONV2D + RESCALE made in one compiled call
+    if name.startswith("interpreter_fuse_") and name != "interpreter_fuse_f32":
+        # a 1x1 CONV2D + RESCALE in one compiled call
         assert "gemm_rows_rescaled" in small_blocks
+    if name == "interpreter_fuse_rescales":  # and a DEPTHWISE_CONV2D + RESCALE
+        assert "depthwise_rows_rescaled" in small_blocks
     del small_blocks[:]
     alone = on_one_thread(lambda: plan.run(inputs))
     assert not small_blocks
@@ -208,22 +215,27 @@ def test_numba_s_workqueue_threads_are_not_used(monkeypatch):
 
 
 def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum():
-    """A 1x1 int8 convolution's GEMM, bias and RESCALE in one threaded call (from_gemm) against
-    the RESCALE op on the int32 result, sums that wrap included."""
+    """A 1x1 int8 convolution's input less its zero point, GEMM, bias and RESCALE in one
+    threaded call (its `rescale` form) against the RESCALE op on the int32 result, sums that
+    wrap included."""
     from pyvgf.tosa.type_conversion import SINGLE_ROUND, _rescale_accumulated, rescale
 
     rng = np.random.default_rng(3)
-    a = rng.integers(-128, 128, (70, 64)).astype(F32)
+    a = rng.integers(-128, 128, (70, 64)).astype(np.int8)  # an int8 input of zero point -7
     b = np.asfortranarray(rng.integers(-128, 128, (64, 40)).astype(F32))
-    bias = rng.integers(-2**31, 2**31, 40).astype(np.int32)
+    bias = rng.integers(-2**20, 2**20, 40).astype(np.int32)
     bias[:4] = [2**31 - 1, -2**31, 2**31 - 100, -2**31 + 50]  # sums past int32 wrap
     operands = dict(scale32=True, rounding_mode=SINGLE_ROUND, per_channel=True, input_unsigned=False,
                     output_unsigned=False, multiplier=rng.integers(1 << 30, 1 << 31, 40).astype(np.int32),
-                    shift=rng.integers(20, 40, 40).astype(np.int8), input_zp=np.zeros(1, np.int32),
+                    shift=rng.integers(36, 44, 40).astype(np.int8), input_zp=np.zeros(1, np.int32),
                     output_zp=np.array([-3], np.int8))
-    out = np.empty((70, 40), np.int8)
-    assert _rescale_accumulated(**operands).from_gemm(a, b, bias, np.dtype(np.int32), out)
-    total = a.astype(np.int64) @ b.astype(np.int64) + bias
+    total = (a.astype(np.int64) + 7) @ b.astype(np.int64) + bias
     wrapped = ((total + 2**31) % 2**32 - 2**31).astype(np.int32)
     assert (wrapped != total).any()
-    np.testing.assert_array_equal(out, rescale(input=wrapped, **operands))
+    want = rescale(input=wrapped, **operands)
+    assert len(np.unique(want)) > 100
+    form = _rescale_accumulated(**operands).rescale(bias, np.dtype(np.int32), 40)
+    out = np.empty((70, 40), np.int8)
+    assert not kernels.split_gemm_rescaled(a.astype(F32), b, out, form, -7)  # not integers
+    assert kernels.split_gemm_rescaled(a, b, out, form, -7)
+    np.testing.assert_array_equal(out, want)

@@ -85,39 +85,66 @@ def _bias_clamp_row(row: np.ndarray, bias: np.ndarray, low: float, high: float,
         row[c] = v
 
 
+@_serial
+def _window(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int, left: int,
+            dilation_y: int, dilation_x: int, out: np.ndarray) -> None:
+    """out = the sum, from zero and in (ky, kx) order, of (x[b] - zero_point) * w over the
+    window's taps from (top, left) that land inside x: padded taps are skipped, as the
+    specification does, so nothing is padded."""
+    height, width = x.shape[1], x.shape[2]
+    out[:] = 0
+    for ky in range(w.shape[0]):
+        iy = top + ky * dilation_y
+        if iy < 0 or iy >= height:
+            continue
+        for kx in range(w.shape[1]):
+            ix = left + kx * dilation_x
+            if ix < 0 or ix >= width:
+                continue
+            row, wt = x[b, iy, ix], w[ky, kx]
+            for c in range(out.shape[0]):
+                out[c] += (row[c] - zero_point) * wt[c]
+
+
 @_RowLoop
 def depthwise_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int, pad_left: int,
                    stride_y: int, stride_x: int, dilation_y: int, dilation_x: int, first: int,
                    acc: np.ndarray, finish: bool, bias: np.ndarray, low: float, high: float,
                    nan_to_low: bool) -> None:
     """Output rows first.. of a depthwise convolution (multiplier 1) of x [N, H, W, C] with
-    weights w [KH, KW, C] into acc [N, rows, OW, C]. Each output is the sum, from zero and in
-    (ky, kx) order, of (x - zero_point) * w over the taps that land inside x: padded taps are
-    skipped, as the specification does, so nothing is padded. With `finish`, each output then
-    gets + bias[c], clamped as _bias_clamp_row says."""
-    n, rows, width, channels = acc.shape
-    height, in_width = x.shape[1], x.shape[2]
-    kh, kw = w.shape[0], w.shape[1]
+    weights w [KH, KW, C] into acc [N, rows, OW, C], each output as _window sums it. With
+    `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says."""
+    n, rows, width = acc.shape[:3]
     for j in prange(n * rows):
         b, r = j // rows, j % rows
         top = (first + r) * stride_y - pad_top
         for ox in range(width):
-            left = ox * stride_x - pad_left
             out = acc[b, r, ox]
-            out[:] = 0
-            for ky in range(kh):
-                iy = top + ky * dilation_y
-                if iy < 0 or iy >= height:
-                    continue
-                for kx in range(kw):
-                    ix = left + kx * dilation_x
-                    if ix < 0 or ix >= in_width:
-                        continue
-                    row, wt = x[b, iy, ix], w[ky, kx]
-                    for c in range(channels):
-                        out[c] += (row[c] - zero_point) * wt[c]
+            _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
+                    out)
             if finish:
                 _bias_clamp_row(out, bias, low, high, nan_to_low)
+
+
+@_RowLoop
+def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int,
+                            pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                            dilation_x: int, out: np.ndarray, offset: np.ndarray,
+                            multiplier: np.ndarray, shift: np.ndarray, output_zp: int, low: int,
+                            high: int) -> None:
+    """depthwise_rows of every output row, each output's sums (held as w's type) + offset
+    wrapped to int32 and rescaled into out [N, OH, OW, C] as _rescale_row does, while they are
+    in cache."""
+    n, rows, width, channels = out.shape
+    for j in prange(n * rows):
+        b, r = j // rows, j % rows
+        top = r * stride_y - pad_top
+        acc = np.empty(channels, w.dtype)
+        for ox in range(width):
+            _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
+                    acc)
+            _rescale_row(acc, offset, True, multiplier, shift, output_zp, low, high,
+                         out[b, r, ox])
 
 
 @_serial
@@ -198,20 +225,25 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
 
 
 @_threaded
-def gemm_rows_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int,
-                       offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.ndarray,
+                       blocks: int, offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                        output_zp: int, low: int, high: int) -> None:
-    """out = rescale_common_rows of a @ b + offset wrapped to int32, for float32 or float64
-    matrices holding integers whose products sum exactly (kernels.exact_dtype): one BLAS call
-    per block of out's rows into an accumulator of the block's size, rescaled while in cache,
-    `blocks` blocks over numba's threads."""
+    """out = rescale_common_rows of (a - a_offset) @ b + offset wrapped to int32: a holds
+    integers (an integer convolution's input), b is float32 or float64 and every such sum is
+    exact in it (kernels.exact_dtype). `blocks` blocks of out's rows over numba's threads;
+    each converts its rows of a to b's type, makes them times b in one BLAS call and
+    rescales the result, all while in cache."""
     rows, cols = out.shape
     step = -(-rows // blocks)
     for k in prange(blocks):
         first, stop = k * step, min(rows, k * step + step)
         if first < stop:
-            acc = np.empty((stop - first, cols), a.dtype)
-            np.dot(a[first:stop], b, acc)
+            part = np.empty((stop - first, a.shape[1]), b.dtype)
+            for i in range(stop - first):
+                for j in range(a.shape[1]):
+                    part[i, j] = a[first + i, j] - a_offset
+            acc = np.empty((stop - first, cols), b.dtype)
+            np.dot(part, b, acc)
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                              out[first + i])

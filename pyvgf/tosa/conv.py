@@ -4,7 +4,8 @@ Integer convolutions subtract the zero points and accumulate exactly (int8 x int
 into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
 round once to the output type. CONV2D, CONV3D and TRANSPOSE_CONV2D run as a patch matrix times
 the weight matrix in BLAS (see kernels.py for why the integer ones stay bit-exact);
-DEPTHWISE_CONV2D as one compiled loop over each output's window (compiled.depthwise_rows).
+DEPTHWISE_CONV2D as one compiled loop over each output's window (compiled.depthwise_rows, or
+depthwise_rows_rescaled when a RESCALE follows).
 
 Each works a band of output rows at a time: the band's patches, accumulator, bias and output
 type stay in cache, and so does the `epilogue` the interpreter may fuse in (a CLAMP or RESCALE
@@ -36,11 +37,12 @@ from .checking import (
     zero_point,
 )
 from . import threads
-from .compiled import depthwise_rows
+from .compiled import depthwise_rows, depthwise_rows_rescaled
 from .kernels import (
     F32,
     I64,
     Finish,
+    Rescale,
     along_rows,
     bands,
     bias_clamp,
@@ -54,6 +56,7 @@ from .kernels import (
     prepared,
     scalar,
     split_gemm,
+    split_gemm_rescaled,
 )
 from .registry import tosa_op
 
@@ -108,19 +111,22 @@ class Epilogue(Protocol):
     whose sum the result would hold as `result_dtype`, overwriting the accumulator where it can
     (None: it cannot). `bounds`, when not None, says that for a float result the epilogue is a
     clamp, (low, high, nan_to_low) as kernels.Finish takes them, which the compiled loops may
-    apply themselves. `from_gemm` may make the whole final result into `out` from a 1x1
-    convolution's GEMM a @ b and bias itself (False: it did not)."""
+    apply themselves. `rescale` likewise gives the first op, when it is a RESCALE the loops can
+    apply to acc + bias, as kernels.Rescale for a result of `channels` columns (None: it is
+    not); its result, of type `first_dtype`, then goes to `rest` for the ops after it."""
 
     dtype: np.dtype
+    first_dtype: np.dtype
     bounds: tuple[float, float, bool] | None
 
     def __call__(self, band: np.ndarray) -> np.ndarray: ...
 
-    def from_gemm(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, result_dtype: np.dtype,
-                  out: np.ndarray) -> bool: ...
-
     def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
                          result_dtype: np.dtype) -> np.ndarray | None: ...
+
+    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None: ...
+
+    def rest(self, first: np.ndarray) -> np.ndarray: ...
 
 
 class _Result:
@@ -147,6 +153,24 @@ class _Result:
         if bounds is None:
             return None
         return (per_channel(self.bias, self.array.shape[-1], F32), *bounds)
+
+    def rescale_in_loop(self) -> tuple[Rescale, np.ndarray] | None:
+        """When the epilogue's first op is a RESCALE that a compiled loop can apply to the
+        accumulator + bias while each part is in cache: that RESCALE (kernels.Rescale) and the
+        array the loop is to write (of the RESCALE's result type), which then goes to
+        `rescaled`; else None."""
+        if self.epilogue is None:
+            return None
+        rescale = self.epilogue.rescale(self.bias, self.out_dtype, self.array.shape[-1])
+        if rescale is None:
+            return None
+        first = self.epilogue.first_dtype
+        into = self.array if first == self.array.dtype else np.empty(self.array.shape, first)
+        return rescale, into
+
+    def rescaled(self, first: np.ndarray) -> np.ndarray:
+        """The result, from the array a loop wrote as rescale_in_loop said."""
+        return self.epilogue.rest(first)  # type: ignore[union-attr]
 
     def target(self, first: int, stop: int) -> np.ndarray | None:
         """Where to accumulate rows first..stop: a contiguous view of the result, or None (use
@@ -223,14 +247,18 @@ def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.
                 rows = wmat[t * channels:(t + 1) * channels]
                 acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
         return result.finish(acc)
+    pointwise = all(k == 1 for k in kernel) and all(s == 1 for s in stride)
+    rescaling = result.rescale_in_loop() if pointwise and not any(map(any, pads)) else None
+    if rescaling is not None:  # the integer input is the patches, converted block by block
+        rescale, into = rescaling
+        if split_gemm_rescaled(input.reshape(-1, input.shape[-1]), wmat, into.reshape(-1, oc),
+                               rescale, izp):
+            return result.rescaled(into)
     xp = padded(input, dtype, pads, izp)
-    if all(k == 1 for k in kernel) and all(s == 1 for s in stride):  # the input is the patches
+    if pointwise:
         patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
         finish = result.finish_in_loop()
         if finish is not None and split_gemm(patches, wmat, final, finish):
-            return result.array
-        if epilogue is not None and epilogue.from_gemm(patches, wmat, bias, result.out_dtype,
-                                                       final):
             return result.array
         # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
         row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
@@ -325,6 +353,11 @@ def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
         depthwise_rows(*window, 0, result.array, True, bias, F32.type(low), F32.type(high),
                        nan_to_low)
         return result.array
+    rescaling = result.rescale_in_loop()
+    if rescaling is not None:  # likewise, each output rescaled as it is made
+        rescale, into = rescaling
+        depthwise_rows_rescaled(*window, into, *rescale)
+        return result.rescaled(into)
     unused = (np.empty(0, dtype), dtype.type(0), dtype.type(0), False)
     row_bytes = n * out_size[1] * channels * mult * dtype.itemsize
     band_bytes = SHARED_BAND_BYTES if threads.spread() else DEPTHWISE_BAND_BYTES

@@ -30,6 +30,7 @@ import numpy as np
 from ..errors import ModelInputError, TosaError
 from ..spirv.graph import Const, Graph, GraphConstant, Input, Node, Operand
 from ..types import TensorType
+from .kernels import Rescale
 from .registry import OPS, OpDef
 from .threads import one_blas_thread
 
@@ -83,6 +84,8 @@ class _Epilogue:
         self._accumulated = None if factory is None else _guard(node, lambda: factory(**static))
         self.bounds = getattr(self._accumulated, "bounds", None) if len(chain) == 1 else None
         """The form's `bounds` when it is the whole epilogue (see conv.Epilogue)."""
+        self.first_dtype = _types(node)[0].dtype
+        """The element type of the first op's result."""
 
     def __call__(self, band: np.ndarray) -> np.ndarray:
         return self._rest(band, 0)
@@ -97,13 +100,16 @@ class _Epilogue:
         band = _guard(self.chain[0][0], lambda: form(acc, bias, result_dtype))  # type: ignore[operator]
         return None if band is None else self._rest(band, 1)  # type: ignore[arg-type]
 
-    def from_gemm(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, result_dtype: np.dtype,
-                  out: np.ndarray) -> bool:
-        """Whether the first op, being the whole epilogue, made the final result into `out`
-        itself from a convolution's GEMM a @ b and its bias (see conv.Epilogue)."""
-        form = getattr(self._accumulated, "from_gemm", None) if len(self.chain) == 1 else None
-        return form is not None and bool(
-            _guard(self.chain[0][0], lambda: form(a, b, bias, result_dtype, out)))
+    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
+        """The first op as kernels.Rescale, when its accumulator form has that (see
+        conv.Epilogue); else None."""
+        form = getattr(self._accumulated, "rescale", None)
+        return None if form is None else _guard(self.chain[0][0],
+                                                lambda: form(bias, result_dtype, channels))
+
+    def rest(self, first: np.ndarray) -> np.ndarray:
+        """The final result from the first op's result: the ops after it, in turn."""
+        return self._rest(first, 1)
 
     def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
         for node, opdef, static in self.chain[start:]:

@@ -143,10 +143,10 @@ def _gemm_blocks(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool)
     workers = numba.get_num_threads()
     rows = out.shape[0]
     if (workers < 2 or rows < workers * GEMM_BLOCK_ROWS or not threads.spread()
-            or a.dtype not in (F32, F64) or a.dtype != b.dtype or not a.flags.c_contiguous
+            or b.dtype not in (F32, F64) or not a.flags.c_contiguous
             or not out.flags.c_contiguous or not (b.flags.c_contiguous or b.flags.f_contiguous)):
         return 0
-    blocks = -(-rows * b.shape[1] * a.itemsize // (workers * GEMM_BLOCK_BYTES)) if finishing else 1
+    blocks = -(-rows * b.shape[1] * b.itemsize // (workers * GEMM_BLOCK_BYTES)) if finishing else 1
     return min(rows // GEMM_BLOCK_ROWS, blocks * workers)
 
 
@@ -157,7 +157,7 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     True when done. False, with nothing done, where this does not apply: the loops run on one
     thread (threads.py), the matrices are not all float32 or all float64 or not contiguous (a
     and out by rows), or out has too few rows to split."""
-    blocks = _gemm_blocks(a, b, out, finish is not None) if out.dtype == a.dtype else 0
+    blocks = _gemm_blocks(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else 0
     if not blocks:
         return False
     bias, low, high, nan_to_low = finish or (np.empty(0, out.dtype), 0, 0, False)
@@ -167,20 +167,21 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
 
 
 Rescale = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int]
-"""A RESCALE in its common case (single rounding, the sum wrapped to int32), as
-compiled.gemm_rows_rescaled takes it: (offset, multiplier, shift, output_zp, low, high), the
-vectors int64 of one entry per column."""
+"""A RESCALE in its common case (single rounding, the sum wrapped to int32), as the compiled
+loops take it: (offset, multiplier, shift, output_zp, low, high), the vectors int64 of one
+entry per column."""
 
 
-def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: Rescale) -> bool:
-    """out = `rescale` of a @ b (integers held exactly in float32 or float64), as split_gemm
-    does it: each block of rows made and rescaled while in cache, on the threads; True when
-    done, False (nothing done) where split_gemm would not split."""
-    blocks = _gemm_blocks(a, b, out, True)
+def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: Rescale,
+                        a_offset: int = 0) -> bool:
+    """out = `rescale` of (a - a_offset) @ b, for integers `a` and a float32 or float64 `b` in
+    which every such sum is exact (exact_dtype), as split_gemm does it: each block of rows
+    converted, made and rescaled while in cache, on the threads; True when done, False
+    (nothing done) where split_gemm would not split or `a` is not of integers."""
+    blocks = _gemm_blocks(a, b, out, True) if a.dtype.kind in "iu" else 0
     if not blocks:
         return False
-    offset, multiplier, shift, output_zp, low, high = rescale
-    gemm_rows_rescaled(a, b, out, blocks, offset, multiplier, shift, output_zp, low, high)
+    gemm_rows_rescaled(a, b.dtype.type(a_offset), b, out, blocks, *rescale)
     return True
 
 

@@ -26,8 +26,8 @@ Call convention (the graph interpreter relies on it):
     which returns the same result (it may overwrite acc), or None where it does not apply.
     That function may carry `bounds`, (low, high, nan_to_low): for a float result it is then a
     clamp of acc + bias, which the convolution may apply inside its own loops instead; and
-    `from_gemm(a, b, bias, result_dtype, out) -> bool`, which makes the final result of a 1x1
-    convolution into `out` straight from its GEMM, or returns False.
+    `rescale(bias, result_dtype, channels)`, the same for a RESCALE: kernels.Rescale, or None
+    where the loops cannot apply it.
   * An op that calls BLAS (`tosa_op(name, blas=True)`: the convolutions made of GEMMs, MATMUL)
     makes the interpreter hold BLAS at one thread while a run splits its loops over numba's
     threads (threads.py).

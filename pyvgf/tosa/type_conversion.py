@@ -32,7 +32,7 @@ from .checking import (
     tensor_type,
 )
 from .compiled import rescale_common_rows, rescale_rows
-from .kernels import I64, per_channel, prepared, split_gemm_rescaled
+from .kernels import I64, Rescale, per_channel, prepared
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -186,18 +186,16 @@ class _FromAccumulator:
     def __call__(self, acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray:
         return self.scaling.apply(acc, bias, 48 if result_dtype == I48 else 32, shared=True)
 
-    def from_gemm(self, a: np.ndarray, b: np.ndarray, bias: np.ndarray, result_dtype: np.dtype,
-                  out: np.ndarray) -> bool:
-        """out = the RESCALE of a @ b + bias (a 1x1 convolution's GEMM and bias, an int32
-        result) made block by block over the threads (kernels.split_gemm_rescaled); False,
-        nothing done, for double rounding, an int48 result, or a GEMM not split."""
+    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
+        """This RESCALE of acc + bias as kernels.Rescale for a result of `channels` columns,
+        for the compiled loops to apply (prepared once for a constant bias); None for double
+        rounding or an int48 result."""
         scaling = self.scaling
         if scaling.double_round or result_dtype != I32:
-            return False
-        channels = out.shape[-1]
-        return split_gemm_rescaled(a, b, out, (per_channel(bias, channels, I64),
-                                               *scaling.factors(channels), scaling.output_zp,
-                                               scaling.low, scaling.high))
+            return None
+        return prepared(bias, ("rescale", scaling, channels), lambda: (
+            per_channel(bias, channels, I64), *scaling.factors(channels), scaling.output_zp,
+            scaling.low, scaling.high))
 
 
 @rescale.from_accumulator
