@@ -239,6 +239,8 @@ class Declarations:
     # -- constants -------------------------------------------------------------------------------
 
     def _set(self, inst: Instruction, value: np.ndarray) -> None:
+        if value.base is not None:  # a view: its own copy, so that no other name can change it
+            value = value.copy()
         value.flags.writeable = False
         self.constants[inst.result] = value
 
