@@ -1,7 +1,8 @@
 """TOSA 1.0 pooling: AVG_POOL2D and MAX_POOL2D over NHWC tensors.
 
-Both run one vectorised step per kernel tap over strided views of the padded input. Average
-pooling divides by the number of real (not padding) elements under the window; integer average
+Both run one vectorised step per kernel tap over strided views of the padded input (an integer
+average pool with fewer windows than taps, such as a global one, sums each window instead: the
+int64 sums are exact in any order). Average pooling divides by the number of real (not padding) elements under the window; integer average
 pooling does that division as the specification's reciprocal_scale and apply_scale_32, bit-exact.
 """
 
@@ -71,8 +72,15 @@ def avg_pool2d(*, input: np.ndarray, input_zp: np.ndarray, output_zp: np.ndarray
     dtype = I64 if integer else F32
     xp = padded(input, dtype, pads, scalar(input_zp))
     acc = np.zeros((input.shape[0], *out_size, input.shape[3]), dtype)
-    for _, window in taps(kern, strides, (1, 1), out_size):
-        acc += xp[(slice(None), *window)]
+    if integer and out_size[0] * out_size[1] < kern[0] * kern[1]:
+        # Fewer windows than taps (a global pool): one exact int64 sum per window.
+        for oy in range(out_size[0]):
+            for ox in range(out_size[1]):
+                y, x = oy * strides[0], ox * strides[1]
+                np.sum(xp[:, y:y + kern[0], x:x + kern[1]], axis=(1, 2), out=acc[:, oy, ox])
+    else:  # one pass per tap, adding in the specification's (ky, kx) order
+        for _, window in taps(kern, strides, (1, 1), out_size):
+            acc += xp[(slice(None), *window)]
     count = np.outer(_valid_counts(input.shape[1], pads[0][0], kern[0], strides[0], out_size[0]),
                      _valid_counts(input.shape[2], pads[1][0], kern[1], strides[1], out_size[1]))
     if not integer:
