@@ -15,16 +15,18 @@ Executors (--backends):
     scenario_runner       Arm's scenario_runner + emulation layer: "dispatch" is the GPU time its
                           profiling dump gives each iteration after the first (timestamps around
                           the commands: no host work); "cold" one whole process with --repeat 1;
-                          "wall per repeat" (median wall of processes with --repeat 1+N minus that
-                          of --repeat 1) / N, shown only when positive and larger than the spread
-                          of the process times (else "not measurable")
+                          "wall per repeat" (median wall of processes with --repeat 1+n minus that
+                          of --repeat 1) / n, n = N / rounds, shown only when positive and larger
+                          than the spread of the process times (else "not measurable")
     tosa_reference_model  the TOSA reference model, in process, on the TOSA FlatBuffer
     torch                 the same network in PyTorch eager with the same weights (--torch-device)
 
 Models come from tools/bench/models.py (TOSA MLIR converted by model-converter, cached in
 .cache/fixtures), or from --models-dir DIR holding NAME.vgf, NAME.tosa (optional) and NAME.npz
 as written by --export DIR: a machine without model-converter runs the suite from those files.
-Correctness is checked in the same run: pyvgf cpu against torch (fp32: close) and against
+Each executor's timed runs are spread over --rounds rounds, every round running each executor in
+turn: on a machine whose speed drifts (a VM with busy neighbours) all of them then see the same
+stretches, and the ratios between them hold. Correctness is checked in the same run: pyvgf cpu against torch (fp32: close) and against
 tosa_reference_model (fp32 close, int8 bit-exact), the other executors against pyvgf cpu.
 """
 
@@ -38,7 +40,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -57,8 +60,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=10, help="timed runs per executor (after one warm-up)")
     p.add_argument("--vulkan-repeat", type=int, default=3, help="timed pyvgf-vulkan runs (lavapipe is slow)")
     p.add_argument("--scenario-repeat", type=int, default=5, help="scenario_runner --repeat N for steady state")
-    p.add_argument("--scenario-processes", type=int, default=3,
-                   help="scenario_runner processes of --repeat 1 and of --repeat 1+N each (wall per repeat)")
+    p.add_argument("--rounds", type=int, default=3,
+                   help="rounds the timed runs are spread over, each running every executor in turn; "
+                        "scenario_runner runs one --repeat 1 and one --repeat 1+N/rounds process a round")
     p.add_argument("--reference-repeat", type=int, default=3, help="timed tosa_reference_model runs")
     p.add_argument("--threads", type=int, default=0,
                    help="BLAS, numba (pyvgf cpu) and torch CPU threads (0: each library's default)")
@@ -165,15 +169,24 @@ def _ms(seconds: float) -> str:
     return f"{ms:.3g} ms" if ms >= 0.1 else f"{ms * 1e3:.3g} us"
 
 
-def timed(fn: Callable[[], object], repeat: int) -> tuple[Timing, object]:
-    """Time `repeat` calls of fn after one warm-up call; returns the timing and the last result."""
-    result = fn()
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        result = fn()
-        samples.append(time.perf_counter() - start)
-    return Timing(samples), result
+class Batches:
+    """Timed calls of fn, a batch at a time: one warm-up call when made (its result is `out`),
+    then `take(n)` times n calls, inside `around()` when given, into `samples`."""
+
+    def __init__(self, fn: Callable[[], object], around: Callable[[], AbstractContextManager] = nullcontext):
+        self.fn, self.around = fn, around
+        self.out = fn()
+        self.samples: list[float] = []
+
+    def take(self, n: int) -> None:
+        with self.around():
+            for _ in range(n):
+                start = time.perf_counter()
+                self.fn()
+                self.samples.append(time.perf_counter() - start)
+
+    def timing(self) -> Timing:
+        return Timing(self.samples)
 
 
 # -- executors --------------------------------------------------------------------------------
@@ -212,17 +225,11 @@ def pyvgf_cold(model: BenchModel, backend: str, work: Path) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def pyvgf_steady(model: BenchModel, backend: str, repeat: int) -> tuple[Timing, list]:
-    import pyvgf
-
-    with pyvgf.load(model.vgf, backend=backend) as m:
-        return timed(lambda: m.run(model.inputs), repeat)
-
-
-def pyvgf_dispatch(model: BenchModel, repeat: int) -> Timing:
+@contextmanager
+def pyvgf_dispatch(model: BenchModel) -> Iterator[Callable[[], object]]:
     """The vulkan backend's dispatch alone: the command buffer of one run (runtime.schedule),
-    inputs written once, then run `repeat` times as Model.run runs it (a hal.PreparedRun: submit,
-    fence wait and reset) with no host transfers."""
+    inputs written once, run as Model.run runs it (a hal.PreparedRun: submit, fence wait and
+    reset) with no host transfers."""
     from pyvgf import hal
     from pyvgf.format import read
     from pyvgf.runtime.schedule import Schedule
@@ -240,24 +247,11 @@ def pyvgf_dispatch(model: BenchModel, repeat: int) -> Timing:
                 else:
                     device.queue.write_buffer(target, x)
             bare = device.prepare_run(execution.command_buffer, [], [])
-            timing, _ = timed(lambda: bare.run([]), repeat)
-            return timing
+            yield lambda: bare.run([])
         finally:
             device.destroy()
     finally:
         adapter.destroy()
-
-
-def pyvgf_host_work(model: BenchModel, repeat: int) -> Timing:
-    """The vulkan backend's per-run Python overhead: Model.run with the driver's submission,
-    fence wait and fence reset made no-ops (tools/bench_vulkan.py's driver_stubbed), so all
-    that is left is pyvgf's own host work: input checks, copies in and out, the calls."""
-    import pyvgf
-    from bench_vulkan import driver_stubbed
-
-    with pyvgf.load(model.vgf, backend="vulkan") as m, driver_stubbed():
-        timing, _ = timed(lambda: m.run(model.inputs), repeat)
-    return timing
 
 
 def wall_per_repeat(short: list[float], long: list[float], repeat: int) -> Timing | None:
@@ -271,16 +265,27 @@ def wall_per_repeat(short: list[float], long: list[float], repeat: int) -> Timin
     return Timing([extra / repeat])
 
 
-def scenario(model: BenchModel, repeat: int, processes: int, work: Path) -> dict:
-    """scenario_runner cold (--repeat 1, whole process), GPU dispatch time per iteration from
-    its profiling dump, and wall per repeat from `processes` runs of --repeat 1 and 1+N."""
-    from references import scenario_command, scenario_outputs, scenario_prepare
+class Scenario:
+    """scenario_runner on one model, a round at a time (the Batches interface): `take(n)` runs
+    one --repeat 1 process (cold; the first gives `out`) and one --repeat 1+n process whose
+    profiling dump gives the GPU dispatch time of each iteration after the first."""
 
-    scenario_json, outputs = scenario_prepare(model.vgf, model.inputs, work)
+    def __init__(self, model: BenchModel, work: Path):
+        from references import scenario_prepare
 
-    def process(n: int, profile: Path | None = None) -> float:
+        self.work = work
+        self.scenario_json, self.outputs = scenario_prepare(model.vgf, model.inputs, work)
+        self.short: list[float] = []
+        self.long: list[float] = []
+        self.samples: list[float] = []
+        self.repeat = 0
+        self.out: list | None = None
+
+    def _process(self, n: int, profile: Path | None = None) -> float:
+        from references import scenario_command
+
         extra = ["--repeat", str(n)] + (["--profiling-dump-path", str(profile)] if profile else [])
-        cmd, env = scenario_command(scenario_json, work, *extra)
+        cmd, env = scenario_command(self.scenario_json, self.work, *extra)
         start = time.perf_counter()
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
         wall = time.perf_counter() - start
@@ -288,23 +293,27 @@ def scenario(model: BenchModel, repeat: int, processes: int, work: Path) -> dict
             raise RuntimeError(f"scenario_runner failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}")
         return wall
 
-    short = [process(1)]
-    result = scenario_outputs(outputs)
-    profile = work / "profile.json"
-    long = [process(1 + repeat, profile)]
-    for _ in range(processes - 1):
-        short.append(process(1))
-        long.append(process(1 + repeat))
-    per_iteration: dict[int, float] = {}
-    for stamp in json.loads(profile.read_text()).get("Timestamps", []):
-        it = stamp["Iteration"]
-        per_iteration[it] = per_iteration.get(it, 0.0) + stamp["Time for command [ms]"] / 1e3
-    dispatch = [t for it, t in sorted(per_iteration.items()) if it >= 1]
-    return {"cold": Timing(short), "wall_per_repeat": wall_per_repeat(short, long, repeat),
-            "dispatch": Timing(dispatch) if dispatch else None, "outputs": result}
+    def take(self, n: int) -> None:
+        from references import scenario_outputs
+
+        self.short.append(self._process(1))
+        if self.out is None:
+            self.out = scenario_outputs(self.outputs)
+        profile = self.work / "profile.json"
+        self.long.append(self._process(1 + n, profile))
+        self.repeat = n
+        per_iteration: dict[int, float] = {}
+        for stamp in json.loads(profile.read_text()).get("Timestamps", []):
+            it = stamp["Iteration"]
+            per_iteration[it] = per_iteration.get(it, 0.0) + stamp["Time for command [ms]"] / 1e3
+        self.samples += [t for it, t in sorted(per_iteration.items()) if it >= 1]
+
+    def timing(self) -> Timing | None:
+        return Timing(self.samples) if self.samples else None
 
 
-def reference(model: BenchModel, repeat: int) -> tuple[Timing, list]:
+def reference(model: BenchModel) -> Callable[[], list]:
+    """One tosa_reference_model run of the model's TOSA FlatBuffer, in process."""
     import tosa_reference_model
 
     flatbuffer = model.tosa.read_bytes()
@@ -315,10 +324,11 @@ def reference(model: BenchModel, repeat: int) -> tuple[Timing, list]:
             raise RuntimeError(f"tosa_reference_model: {status}")
         return outputs
 
-    return timed(run, repeat)
+    return run
 
 
-def torch_steady(model: BenchModel, device: str, repeat: int) -> tuple[Timing, object]:
+def torch_forward(model: BenchModel, device: str) -> Callable[[], object]:
+    """One forward pass of the model's torch twin (no_grad; synchronized on a GPU)."""
     import torch
     from models import TORCH_NETS
 
@@ -336,8 +346,7 @@ def torch_steady(model: BenchModel, device: str, repeat: int) -> tuple[Timing, o
             torch.cuda.synchronize()
         return out
 
-    timing, out = timed(run, repeat)
-    return timing, out.cpu().numpy()
+    return run
 
 
 # -- checks -----------------------------------------------------------------------------------
@@ -360,49 +369,63 @@ def compare(got, want, exact: bool) -> dict:
 # -- the run ----------------------------------------------------------------------------------
 
 def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
+    """Every selected executor on one model: cold figures first, then the timed runs spread
+    over `args.rounds` rounds, each running every executor in turn, so that a machine whose
+    speed drifts during the run slows them alike; then the outputs checked."""
+    import pyvgf
+
     res: dict = {"model": model.name, "timings": {}, "checks": {}, "cold": {}}
-    t = res["timings"]
-    outputs: dict[str, object] = {}
     backends = args.backends
-    for backend in ("cpu", "vulkan"):
-        key = f"pyvgf-{backend}"
-        if key in backends:
+    one_op = model.name == ONE_OP  # microseconds a run: many samples cost nothing
+    runs: dict[str, tuple[Batches | Scenario, int]] = {}
+    with ExitStack() as stack:
+        for backend in ("cpu", "vulkan"):
+            key = f"pyvgf-{backend}"
+            if key not in backends:
+                continue
             res["cold"][key] = pyvgf_cold(model, backend, work)
-            repeat = args.repeat if backend == "cpu" else args.vulkan_repeat
-            if model.name == ONE_OP:
-                repeat = max(repeat, 200)  # microseconds a run: many samples cost nothing
-            t[key], out = pyvgf_steady(model, backend, repeat)
-            outputs[key] = out[0]
-            print(f"  {key:22s} {t[key]} per Model.run   cold: " + ", ".join(
+            print(f"  {key + ' cold':26s} " + ", ".join(
                 f"{k} {_ms(v)}" for k, v in res["cold"][key].items() if k.endswith("_s")), flush=True)
+            repeat = max(args.repeat if backend == "cpu" else args.vulkan_repeat, 200 if one_op else 0)
+            m = stack.enter_context(pyvgf.load(model.vgf, backend=backend))
+            runs[key] = Batches(lambda m=m: m.run(model.inputs)), repeat
             if backend == "vulkan":
-                t["pyvgf-vulkan-dispatch"] = pyvgf_dispatch(model, repeat)
-                print(f"  {'pyvgf-vulkan dispatch':22s} {t['pyvgf-vulkan-dispatch']} per submit + wait, "
-                      "no host I/O", flush=True)
-                if model.name == ONE_OP:
-                    t["pyvgf-vulkan-host"] = pyvgf_host_work(model, repeat)
-                    print(f"  {'pyvgf-vulkan host work':22s} {t['pyvgf-vulkan-host']} per Model.run, "
-                          "driver calls stubbed", flush=True)
-    if "scenario_runner" in backends:
-        s = scenario(model, args.scenario_repeat, args.scenario_processes, work)
-        t["scenario_runner-cold"] = s["cold"]
-        if s["wall_per_repeat"] is not None:
-            t["scenario_runner-wall"] = s["wall_per_repeat"]
-        if s["dispatch"] is not None:
-            t["scenario_runner"] = s["dispatch"]
-        outputs["scenario_runner"] = s["outputs"][0]
-        wall = s["wall_per_repeat"]
-        print(f"  {'scenario_runner':22s} dispatch (GPU timestamps per iteration) "
-              f"{s['dispatch'] or 'not in the profiling dump'}; wall per repeat "
+                runs["pyvgf-vulkan-dispatch"] = Batches(stack.enter_context(pyvgf_dispatch(model))), repeat
+                if one_op:
+                    from bench_vulkan import driver_stubbed
+
+                    runs["pyvgf-vulkan-host"] = Batches(lambda m=m: m.run(model.inputs), driver_stubbed), repeat
+        if "scenario_runner" in backends:
+            runs["scenario_runner"] = Scenario(model, work), args.scenario_repeat
+        if "tosa_reference_model" in backends and model.tosa is not None:
+            runs["tosa_reference_model"] = Batches(reference(model)), args.reference_repeat
+        if "torch" in backends and model.torch_net is not None:
+            runs["torch"] = Batches(torch_forward(model, args.torch_device)), args.repeat
+        rounds = max(1, args.rounds)
+        for _ in range(rounds):
+            for batches, total in runs.values():
+                batches.take(-(-total // rounds))
+    t = res["timings"]
+    for key, (batches, _) in runs.items():
+        timing = batches.timing()
+        if timing is not None:
+            t[key] = timing
+        print(f"  {_LABELS.get(key, key):26s} {timing or 'not in the profiling dump'}", flush=True)
+    outputs: dict[str, object] = {}
+    for key in ("pyvgf-cpu", "pyvgf-vulkan", "scenario_runner", "tosa_reference_model"):
+        if key in runs:
+            outputs[key] = runs[key][0].out[0]
+    if "torch" in runs:
+        outputs["torch"] = runs["torch"][0].out.cpu().numpy()
+    if "scenario_runner" in runs:
+        scen = runs["scenario_runner"][0]
+        t["scenario_runner-cold"] = Timing(scen.short)
+        wall = wall_per_repeat(scen.short, scen.long, scen.repeat)
+        if wall is not None:
+            t["scenario_runner-wall"] = wall
+        print(f"  {'scenario_runner':26s} wall per repeat "
               f"{_ms(wall.median) if wall else 'not measurable (process noise exceeds the repeats)'}; "
               f"cold process {t['scenario_runner-cold']}", flush=True)
-    if "tosa_reference_model" in backends and model.tosa is not None:
-        t["tosa_reference_model"], out = reference(model, args.reference_repeat)
-        outputs["tosa_reference_model"] = out[0]
-        print(f"  {'tosa_reference_model':22s} {t['tosa_reference_model']}", flush=True)
-    if "torch" in backends and model.torch_net is not None:
-        t["torch"], outputs["torch"] = torch_steady(model, args.torch_device, args.repeat)
-        print(f"  {'torch ' + args.torch_device:22s} {t['torch']}", flush=True)
     base = "pyvgf-cpu" if "pyvgf-cpu" in outputs else next(iter(outputs), None)
     for other, out in outputs.items():
         if other == base or (other == "torch" and model.exact):
@@ -410,6 +433,18 @@ def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
         res["checks"][f"{base} vs {other}"] = check = compare(outputs[base], out, model.exact)
         print(f"  check {base} vs {other}: {check}", flush=True)
     return res
+
+
+_LABELS = {
+    "pyvgf-cpu": "pyvgf-cpu Model.run",
+    "pyvgf-vulkan": "pyvgf-vulkan Model.run",
+    "pyvgf-vulkan-dispatch": "pyvgf-vulkan dispatch",
+    "pyvgf-vulkan-host": "pyvgf-vulkan host work",
+    "scenario_runner": "scenario_runner dispatch",
+    "tosa_reference_model": "tosa_reference_model",
+    "torch": "torch",
+}
+"""What each timing is called in the run's printout."""
 
 
 def ratios(results: dict[str, dict]) -> list[tuple[str, float, float, str]]:
