@@ -359,6 +359,38 @@ FUSED_CHAINS = {
 }
 
 
+@pytest.mark.parametrize("name", [*FUSED_CHAINS, "spirv_conv_add", "spirv_int8_conv_rescale"])
+def test_plan_time_forms_give_what_the_ops_give(name, monkeypatch):
+    """Convolutions bound to their plan-time forms (registry `prepare`) give the results of the
+    ops called as they are; each works out its weights once, at its first run (not at load)."""
+    from pyvgf.tosa import conv
+    from pyvgf.tosa.registry import OPS
+
+    graph, constants = vgf_graph(fixtures.model(name))
+    worked_out: list[object] = []
+    real = conv._compute_dtype
+    monkeypatch.setattr(conv, "_compute_dtype", lambda *a: worked_out.append(a) or real(*a))
+    convs = {"CONV2D", "CONV3D", "DEPTHWISE_CONV2D"}
+    plan = GraphPlan(graph, constants)
+    steps = [s for s in plan._steps if s.node.op in convs]
+    assert steps and all(s.fn is not OPS[s.node.op].fn and not s.static for s in steps)
+    assert worked_out == []
+    rng = np.random.default_rng(9)
+    inputs = [random_input(p.type, rng) for p in graph.inputs]
+    first = plan.run(inputs)
+    assert len(worked_out) == len(steps)
+    again = plan.run(inputs)
+    assert len(worked_out) == len(steps)
+    as_called = GraphPlan(graph, constants, {k: replace(v, prepare=None) for k, v in OPS.items()})
+    assert all(s.fn is OPS[s.node.op].fn for s in as_called._steps if s.node.op in convs)
+    want = as_called.run(inputs)
+    assert len(worked_out) == 2 * len(steps)  # called as they are: every run works it out
+    for got, more, expected in zip(first, again, want):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, more)
+        np.testing.assert_array_equal(got, expected)
+
+
 @pytest.mark.parametrize("name", FUSED_CHAINS)
 @pytest.mark.parametrize("band_bytes", [None, 1], ids=["default-bands", "one-row-bands"])
 def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch):

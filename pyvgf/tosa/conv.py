@@ -7,10 +7,13 @@ the weight matrix in BLAS (see kernels.py for why the integer ones stay bit-exac
 DEPTHWISE_CONV2D as one compiled loop over each output's window (compiled.depthwise_rows, or
 depthwise_rows_rescaled when a RESCALE follows).
 
-Each works a band of output rows at a time: the band's patches, accumulator, bias and output
-type stay in cache, and so does the `epilogue` the interpreter may fuse in (a CLAMP or RESCALE
-reading only this result; see interpreter.py), which then finishes each band in place of a
-separate pass over the whole tensor.
+A graph's step works out once, at its first run, everything that does not depend on the input's
+values (geometry, the GEMM's type, the weight matrix, how the result is finished: _Conv,
+_Depthwise); a call of the op itself does it per call. Each works a band of output rows at a
+time: the band's patches, accumulator, bias and output type stay in cache, and so does the
+`epilogue` the interpreter may fuse in (a CLAMP or RESCALE reading only this result; see
+interpreter.py), which then finishes each band in place of a separate pass over the whole
+tensor.
 
 The specification skips padded taps rather than multiplying them: with a non-finite float
 weight (0 x inf is NaN) and padding, CONV2D and CONV3D instead accumulate each tap over the
@@ -25,6 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ..types import TensorType
 from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48, dtype_name, is_float
 from .checking import (
     ACC_TYPES,
@@ -129,63 +133,65 @@ class Epilogue(Protocol):
     def rest(self, first: np.ndarray) -> np.ndarray: ...
 
 
-class _Result:
-    """A convolution's result [N, OH, ..., C], finished a band of output rows at a time: bias,
-    output type, then the epilogue, while the band is in cache.
+class _Finishing:
+    """How a convolution's result [N, OH, ..., C] is finished, worked out once: bias, output
+    type, then the epilogue. When the accumulator's type is the final one (fp32, no epilogue
+    or a CLAMP) and N is 1, bands accumulate in the result itself (`direct`).
 
-    When the accumulator's type is the final one (fp32, no epilogue or a CLAMP) and N is 1,
-    bands accumulate in the result itself (`target`) and are finished there."""
+    `finish` (kernels.Finish) is set when the result is the fp32 accumulator + bias, clamped or
+    not, for a compiled loop to apply while each part is in cache; `rescale` (kernels.Rescale)
+    when the epilogue's first op is a RESCALE such a loop can apply, its result then going to
+    the epilogue's other ops."""
 
     def __init__(self, shape: tuple[int, ...], acc_dtype: np.dtype, bias: np.ndarray,
                  out_dtype: np.dtype, epilogue: Epilogue | None):
-        final = out_dtype if epilogue is None else epilogue.dtype
-        self.array = np.empty(shape, final)
-        self.direct = acc_dtype == out_dtype == final and shape[0] == 1
-        self.bias, self.out_dtype, self.epilogue = bias, out_dtype, epilogue
+        self.shape, self.bias, self.out_dtype, self.epilogue = shape, bias, out_dtype, epilogue
+        self.dtype = out_dtype if epilogue is None else epilogue.dtype
+        self.direct = acc_dtype == out_dtype == self.dtype and shape[0] == 1
+        self.finish: Finish | None = None
+        self.rescale: Rescale | None = None
+        if self.direct and self.dtype == F32:
+            bounds = (-np.inf, np.inf, False) if epilogue is None else epilogue.bounds
+            if bounds is not None:
+                self.finish = (per_channel(bias, shape[-1], F32), *bounds)
+        if self.finish is None and epilogue is not None:
+            self.rescale = epilogue.rescale(bias, out_dtype, shape[-1])
 
-    def finish_in_loop(self) -> Finish | None:
-        """When the result is the fp32 accumulator + bias, clamped or not (`direct`, and no
-        epilogue or a clamp), what finishes it (kernels.Finish), for a compiled loop to apply
-        while each part is in cache; else None."""
-        if not self.direct or self.array.dtype != F32:
-            return None
-        bounds = (-np.inf, np.inf, False) if self.epilogue is None else self.epilogue.bounds
-        if bounds is None:
-            return None
-        return (per_channel(self.bias, self.array.shape[-1], F32), *bounds)
+    def result(self) -> _Result:
+        return _Result(self)
 
-    def rescale_in_loop(self) -> tuple[Rescale, np.ndarray] | None:
-        """When the epilogue's first op is a RESCALE that a compiled loop can apply to the
-        accumulator + bias while each part is in cache: that RESCALE (kernels.Rescale) and the
-        array the loop is to write (of the RESCALE's result type), which then goes to
-        `rescaled`; else None."""
-        if self.epilogue is None:
-            return None
-        rescale = self.epilogue.rescale(self.bias, self.out_dtype, self.array.shape[-1])
-        if rescale is None:
-            return None
-        first = self.epilogue.first_dtype
-        into = self.array if first == self.array.dtype else np.empty(self.array.shape, first)
-        return rescale, into
+
+class _Result:
+    """One run's result, finished as its _Finishing says, a band of output rows at a time."""
+
+    def __init__(self, how: _Finishing):
+        self.how = how
+        self.array = np.empty(how.shape, how.dtype)
+
+    def rescale_target(self) -> np.ndarray:
+        """Where a compiled loop applying `how.rescale` writes: an array of that RESCALE's
+        result type, which then goes to `rescaled`."""
+        first = self.how.epilogue.first_dtype  # type: ignore[union-attr]
+        return self.array if first == self.array.dtype else np.empty(self.array.shape, first)
 
     def rescaled(self, first: np.ndarray) -> np.ndarray:
-        """The result, from the array a loop wrote as rescale_in_loop said."""
-        return self.epilogue.rest(first)  # type: ignore[union-attr]
+        """The result, from the array a loop wrote as rescale_target said."""
+        return self.how.epilogue.rest(first)  # type: ignore[union-attr]
 
     def target(self, first: int, stop: int) -> np.ndarray | None:
         """Where to accumulate rows first..stop: a contiguous view of the result, or None (use
         a temporary)."""
-        return self.array[:, first:stop] if self.direct else None
+        return self.array[:, first:stop] if self.how.direct else None
 
     def put(self, first: int, acc: np.ndarray) -> None:
         """Rows first.. of the result from their accumulator band (which this may overwrite)."""
-        band = None
-        if self.epilogue is not None:
-            band = self.epilogue.from_accumulator(acc, self.bias, self.out_dtype)
+        how, band = self.how, None
+        if how.epilogue is not None:
+            band = how.epilogue.from_accumulator(acc, how.bias, how.out_dtype)
         if band is None:
-            band = _finish(acc, self.bias, self.out_dtype)
-            if self.epilogue is not None:
-                band = self.epilogue(band)
+            band = _finish(acc, how.bias, how.out_dtype)
+            if how.epilogue is not None:
+                band = how.epilogue(band)
         if band.base is not self.array:  # not finished in place in the result (`target`)
             self.array[:, first:first + band.shape[1]] = band
 
@@ -221,61 +227,95 @@ def _skip_padding(weight: np.ndarray, matrix: np.ndarray, pads: list[tuple[int, 
             and not prepared(weight, "finite", lambda: bool(np.isfinite(matrix).all())))
 
 
-def _conv(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
-          weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray,
-          dilation: np.ndarray, epilogue: Epilogue | None) -> np.ndarray:
-    """CONV2D and CONV3D: input [N, *S, IC], weight [OC, *K, IC], pad (before, after) per axis."""
-    spatial = input.ndim - 2
-    izp, wzp = scalar(input_zp), scalar(weight_zp)
-    kernel = weight.shape[1:-1]
-    pads = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(spatial)]
-    stride = [int(s) for s in stride]
-    dilation = [int(d) for d in dilation]
-    out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1
-                for n, (a, b), k, d, s in zip(input.shape[1:-1], pads, kernel, dilation, stride)]
-    dtype = _compute_dtype(weight, wzp, input.dtype, izp, _conv_matrix)
-    wmat = _matrix(weight, wzp, dtype, _conv_matrix)
-    n, oc = input.shape[0], weight.shape[0]
-    result = _Result((n, *out_size, oc), dtype, bias, _out_dtype(input.dtype), epilogue)
-    if _skip_padding(weight, wmat, pads):
-        x = padded(input, dtype, [], izp)
-        channels = input.shape[-1]
-        acc = np.zeros((n, *out_size, oc), dtype)
-        with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the spec's NaN
-            for t, outs, ins in inside_taps(input.shape[1:-1], pads, kernel, stride, dilation,
-                                            out_size):
-                rows = wmat[t * channels:(t + 1) * channels]
-                acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
-        return result.finish(acc)
-    pointwise = all(k == 1 for k in kernel) and all(s == 1 for s in stride)
-    rescaling = result.rescale_in_loop() if pointwise and not any(map(any, pads)) else None
-    if rescaling is not None:  # the integer input is the patches, converted block by block
-        rescale, into = rescaling
-        if split_gemm_rescaled(input.reshape(-1, input.shape[-1]), wmat, into.reshape(-1, oc),
-                               rescale, izp):
-            return result.rescaled(into)
-    xp = padded(input, dtype, pads, izp)
-    if pointwise:
-        patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
-        finish = result.finish_in_loop()
-        if finish is not None and split_gemm(patches, wmat, final, finish):
+class _Conv:
+    """CONV2D or CONV3D on inputs of one shape and type, with everything that does not depend
+    on the input's values worked out when made: geometry, the GEMM's type and weight matrix, how
+    the result is finished. A graph's step makes one at its first run (`prepare`).
+    Input [N, *S, IC], weight [OC, *K, IC], pad (before, after) per axis."""
+
+    def __init__(self, shape: tuple[int, ...], in_dtype: np.dtype, weight: np.ndarray,
+                 bias: np.ndarray, input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
+                 stride: np.ndarray, dilation: np.ndarray, epilogue: Epilogue | None):
+        spatial = len(shape) - 2
+        self.izp, wzp = scalar(input_zp), scalar(weight_zp)
+        self.sizes, self.kernel = shape[1:-1], weight.shape[1:-1]
+        self.pads = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(spatial)]
+        self.stride = [int(s) for s in stride]
+        self.dilation = [int(d) for d in dilation]
+        self.out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1 for n, (a, b), k, d, s in
+                         zip(self.sizes, self.pads, self.kernel, self.dilation, self.stride)]
+        self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, self.izp, _conv_matrix)
+        self.wmat = _matrix(weight, wzp, dtype, _conv_matrix)
+        self.n, self.oc = shape[0], weight.shape[0]
+        self.how = _Finishing((self.n, *self.out_size, self.oc), dtype, bias, _out_dtype(in_dtype),
+                              epilogue)
+        self.skip_padding = _skip_padding(weight, self.wmat, self.pads)
+        self.pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride)
+        self.unpadded = not any(map(any, self.pads))
+
+    def __call__(self, input: np.ndarray) -> np.ndarray:
+        n, oc, out_size, wmat, dtype = self.n, self.oc, self.out_size, self.wmat, self.dtype
+        result = self.how.result()
+        if self.skip_padding:
+            x = padded(input, dtype, [], self.izp)
+            channels = input.shape[-1]
+            acc = np.zeros((n, *out_size, oc), dtype)
+            with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the spec's NaN
+                for t, outs, ins in inside_taps(self.sizes, self.pads, self.kernel, self.stride,
+                                                self.dilation, out_size):
+                    rows = wmat[t * channels:(t + 1) * channels]
+                    acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
+            return result.finish(acc)
+        if self.pointwise and self.unpadded and self.how.rescale is not None:
+            # The integer input is the patches, converted block by block.
+            into = result.rescale_target()
+            if split_gemm_rescaled(input.reshape(-1, input.shape[-1]), wmat,
+                                   into.reshape(-1, oc), self.how.rescale, self.izp):
+                return result.rescaled(into)
+        xp = padded(input, dtype, self.pads, self.izp)
+        if self.pointwise:
+            patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
+            finish = self.how.finish
+            if finish is not None and split_gemm(patches, wmat, final, finish):
+                return result.array
+            # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
+            row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
+            band_bytes = SHARED_BAND_BYTES if threads.spread() else POINTWISE_BAND_BYTES
+            for first, stop in bands(0, out_size[0], row_bytes, band_bytes):
+                cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
+                acc = _gemm(cols, wmat, result.target(first, stop))
+                result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
             return result.array
-        # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
-        row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
-        band_bytes = SHARED_BAND_BYTES if threads.spread() else POINTWISE_BAND_BYTES
-        for first, stop in bands(0, out_size[0], row_bytes, band_bytes):
-            cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
+        # Bands of output rows: each band's patch matrix is small enough to stay in cache.
+        row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
+        for first, stop in bands(0, out_size[0], row_bytes):
+            cols = im2col(xp[:, first * self.stride[0]:], self.kernel, self.stride, self.dilation,
+                          (stop - first, *out_size[1:]))
             acc = _gemm(cols, wmat, result.target(first, stop))
             result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
         return result.array
-    # Bands of output rows: each band's patch matrix is small enough to stay in cache.
-    row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
-    for first, stop in bands(0, out_size[0], row_bytes):
-        cols = im2col(xp[:, first * stride[0]:], kernel, stride, dilation,
-                      (stop - first, *out_size[1:]))
-        acc = _gemm(cols, wmat, result.target(first, stop))
-        result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
-    return result.array
+
+
+def _prepared(make: Callable[..., Callable[[np.ndarray], np.ndarray]], *,
+              input: TensorType, weight: object, bias: object, input_zp: object,
+              weight_zp: object, **attributes: object) -> Callable[..., np.ndarray] | None:
+    """A convolution's plan-time form (registry.py, `prepare`), when the weight, bias and zero
+    points are constants (else None: run the op as it is): `make(shape, dtype, weight, bias,
+    input_zp, weight_zp, pad, stride, dilation, epilogue)` once, at the step's first run, not
+    at load, so that the constants stay unread until a run uses them."""
+    if not all(isinstance(v, np.ndarray) for v in (weight, bias, input_zp, weight_zp)):
+        return None
+    args = (input.shape, np.dtype(input.dtype), weight, bias, input_zp, weight_zp,
+            attributes["pad"], attributes["stride"], attributes["dilation"],
+            attributes.get("epilogue"))
+    made: list[Callable[[np.ndarray], np.ndarray]] = []
+
+    def run(*, input: np.ndarray) -> np.ndarray:
+        if not made:  # two threads' first runs may both make one: either serves
+            made.append(make(*args))
+        return made[0](input)
+
+    return run
 
 
 def _gemm(cols: np.ndarray, wmat: np.ndarray, target: np.ndarray | None) -> np.ndarray:
@@ -292,7 +332,8 @@ def conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp:
            acc_type: int, local_bound: bool = False,
            epilogue: Epilogue | None = None) -> np.ndarray:
     """2-D convolution: input [N,IH,IW,IC], weight [OC,KH,KW,IC], pad [top,bottom,left,right]."""
-    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation, epilogue)
+    return _Conv(input.shape, input.dtype, weight, bias, input_zp, weight_zp, pad, stride,
+                 dilation, epilogue)(input)
 
 
 @tosa_op("CONV3D", blas=True)
@@ -301,7 +342,14 @@ def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp:
            acc_type: int, local_bound: bool = False,
            epilogue: Epilogue | None = None) -> np.ndarray:
     """3-D convolution: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC], pad [d0,d1,top,...]."""
-    return _conv(input, weight, bias, input_zp, weight_zp, pad, stride, dilation, epilogue)
+    return _Conv(input.shape, input.dtype, weight, bias, input_zp, weight_zp, pad, stride,
+                 dilation, epilogue)(input)
+
+
+@conv2d.prepare
+@conv3d.prepare
+def _conv_prepare(**operands: object) -> Callable[..., np.ndarray] | None:
+    return _prepared(_Conv, **operands)  # type: ignore[arg-type]
 
 
 POINTWISE_BAND_BYTES = 1 << 20
@@ -323,51 +371,69 @@ def _depthwise_taps(w: np.ndarray) -> np.ndarray:
     return w.reshape(-1, w.shape[2] * w.shape[3])
 
 
+class _Depthwise:
+    """DEPTHWISE_CONV2D on inputs of one shape and type, worked out when made as _Conv is.
+    Input [N,IH,IW,C], weight [KH,KW,C,M], output [N,OH,OW,C*M]."""
+
+    def __init__(self, shape: tuple[int, ...], in_dtype: np.dtype, weight: np.ndarray,
+                 bias: np.ndarray, input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
+                 stride: np.ndarray, dilation: np.ndarray, epilogue: Epilogue | None):
+        izp, wzp = scalar(input_zp), scalar(weight_zp)
+        kh, kw, channels, self.mult = weight.shape
+        pads = [(int(pad[0]), int(pad[1])), (int(pad[2]), int(pad[3]))]
+        stride = [int(s) for s in stride]
+        dilation = [int(d) for d in dilation]
+        self.out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1
+                         for n, (a, b), k, d, s in zip(shape[1:3], pads, (kh, kw), dilation, stride)]
+        self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, izp, _depthwise_taps)
+        w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
+        self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
+        self.n, self.channels = shape[0], channels * self.mult
+        self.native = np.dtype(in_dtype) in _NATIVE
+        self.how = _Finishing((self.n, *self.out_size, self.channels), dtype, bias,
+                              _out_dtype(in_dtype), epilogue)
+
+    def __call__(self, input: np.ndarray) -> np.ndarray:
+        n, dtype, how = self.n, self.dtype, self.how
+        result = how.result()
+        x = np.ascontiguousarray(input) if self.native else input.astype(dtype)
+        if self.mult > 1:  # output channel c * M + m reads input channel c
+            x = np.repeat(x, self.mult, axis=-1)
+        window = (x, *self.window)
+        if how.finish is not None:  # every row at once, each output finished as it is made
+            bias, low, high, nan_to_low = how.finish
+            depthwise_rows(*window, 0, result.array, True, bias, F32.type(low), F32.type(high),
+                           nan_to_low)
+            return result.array
+        if how.rescale is not None:  # likewise, each output rescaled as it is made
+            into = result.rescale_target()
+            depthwise_rows_rescaled(*window, into, *how.rescale)
+            return result.rescaled(into)
+        unused = (np.empty(0, dtype), dtype.type(0), dtype.type(0), False)
+        row_bytes = n * self.out_size[1] * self.channels * dtype.itemsize
+        band_bytes = SHARED_BAND_BYTES if threads.spread() else DEPTHWISE_BAND_BYTES
+        for start, end in bands(0, self.out_size[0], row_bytes, band_bytes):
+            acc = result.target(start, end)
+            if acc is None:
+                acc = np.empty((n, end - start, self.out_size[1], self.channels), dtype)
+            depthwise_rows(*window, start, acc, False, *unused)
+            result.put(start, acc)
+        return result.array
+
+
 @tosa_op("DEPTHWISE_CONV2D")
 def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                      input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
                      stride: np.ndarray, dilation: np.ndarray, acc_type: int,
                      local_bound: bool = False, epilogue: Epilogue | None = None) -> np.ndarray:
     """Depthwise convolution: input [N,IH,IW,C], weight [KH,KW,C,M], output [N,OH,OW,C*M]."""
-    izp, wzp = scalar(input_zp), scalar(weight_zp)
-    kh, kw, channels, mult = weight.shape
-    pads = [(int(pad[0]), int(pad[1])), (int(pad[2]), int(pad[3]))]
-    stride = [int(s) for s in stride]
-    dilation = [int(d) for d in dilation]
-    out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1
-                for n, (a, b), k, d, s in zip(input.shape[1:3], pads, (kh, kw), dilation, stride)]
-    dtype = _compute_dtype(weight, wzp, input.dtype, izp, _depthwise_taps)
-    wtaps = _matrix(weight, wzp, dtype, _depthwise_taps)
-    n = input.shape[0]
-    result = _Result((n, *out_size, channels * mult), dtype, bias, _out_dtype(input.dtype),
-                     epilogue)
-    x = np.ascontiguousarray(input) if input.dtype in _NATIVE else input.astype(dtype)
-    if mult > 1:  # output channel c * M + m reads input channel c
-        x = np.repeat(x, mult, axis=-1)
-    w = wtaps.reshape(kh, kw, channels * mult)
-    zero_point = dtype.type(izp)
-    window = (x, zero_point, w, pads[0][0], pads[1][0], *stride, *dilation)
-    finish = result.finish_in_loop()
-    if finish is not None:  # every row at once, each output finished as it is made
-        bias, low, high, nan_to_low = finish
-        depthwise_rows(*window, 0, result.array, True, bias, F32.type(low), F32.type(high),
-                       nan_to_low)
-        return result.array
-    rescaling = result.rescale_in_loop()
-    if rescaling is not None:  # likewise, each output rescaled as it is made
-        rescale, into = rescaling
-        depthwise_rows_rescaled(*window, into, *rescale)
-        return result.rescaled(into)
-    unused = (np.empty(0, dtype), dtype.type(0), dtype.type(0), False)
-    row_bytes = n * out_size[1] * channels * mult * dtype.itemsize
-    band_bytes = SHARED_BAND_BYTES if threads.spread() else DEPTHWISE_BAND_BYTES
-    for start, end in bands(0, out_size[0], row_bytes, band_bytes):
-        acc = result.target(start, end)
-        if acc is None:
-            acc = np.empty((n, end - start, out_size[1], channels * mult), dtype)
-        depthwise_rows(*window, start, acc, False, *unused)
-        result.put(start, acc)
-    return result.array
+    return _Depthwise(input.shape, input.dtype, weight, bias, input_zp, weight_zp, pad, stride,
+                      dilation, epilogue)(input)
+
+
+@depthwise_conv2d.prepare
+def _depthwise_prepare(**operands: object) -> Callable[..., np.ndarray] | None:
+    return _prepared(_Depthwise, **operands)  # type: ignore[arg-type]
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:

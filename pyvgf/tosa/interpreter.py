@@ -272,11 +272,17 @@ class GraphPlan:
                     static[name] = arg.value
                 else:
                     dynamic.append((name, arg.index))
+            fn = opdef.fn
+            if opdef.prepare is not None and not variadic:
+                seen = {**static, **{name: node.operands[name].type for name, _ in dynamic}}
+                made = _guard(node, lambda: opdef.prepare(**seen))  # type: ignore[misc]
+                if made is not None:
+                    fn, static = made, {}  # type: ignore[assignment]
             outs = tuple(s.index for e in _elements(out_node)
                          if isinstance(s := self._values[(out_node.id, e)], _Slot))
             used = {s for s, at in last.items() if at == i} | {s for s in outs if s not in last}
             free = tuple(sorted(used - kept))
-            steps.append(_Step(node, opdef.fn, static, tuple(dynamic), tuple(variadic), outs,
+            steps.append(_Step(node, fn, static, tuple(dynamic), tuple(variadic), outs,
                                _types(out_node), free))
         return steps
 

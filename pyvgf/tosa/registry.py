@@ -28,6 +28,12 @@ Call convention (the graph interpreter relies on it):
     clamp of acc + bias, which the convolution may apply inside its own loops instead; and
     `rescale(bias, result_dtype, channels)`, the same for a RESCALE: kernels.Rescale, or None
     where the loops cannot apply it.
+  * `@fn.prepare` registers an op's plan-time form: called once per step with the known
+    operands as values and the run-time ones as `TensorType`s (as a check sees them, `epilogue`
+    included), it returns a function of the run-time operands (keyword arguments) that gives
+    the op's result, working out once what does not depend on their values (at its first call:
+    plans are made at load, when constants must stay unread); or None, and the step calls the
+    op as it is.
   * An op that calls BLAS (`tosa_op(name, blas=True)`: the convolutions made of GEMMs, MATMUL)
     makes the interpreter hold BLAS at one thread while a run splits its loops over numba's
     threads (threads.py).
@@ -58,6 +64,7 @@ class OpDef:
     blas: bool = False
     inplace: OpFn | None = None
     from_accumulator: OpFn | None = None
+    prepare: OpFn | None = None
 
 
 OPS: dict[str, OpDef] = {}
@@ -83,9 +90,14 @@ def tosa_op(name: str, *, bandwise: bool = False, blas: bool = False) -> Callabl
             opdef.from_accumulator = form
             return form
 
+        def prepare(factory: OpFn) -> OpFn:
+            opdef.prepare = factory
+            return factory
+
         fn.check = check  # type: ignore[attr-defined]
         fn.inplace = inplace  # type: ignore[attr-defined]
         fn.from_accumulator = from_accumulator  # type: ignore[attr-defined]
+        fn.prepare = prepare  # type: ignore[attr-defined]
         return fn
 
     return register

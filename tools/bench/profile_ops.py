@@ -22,12 +22,14 @@ from pathlib import Path
 
 
 def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
-           steps: Counter[str], depth: list[int]) -> Callable[..., object]:
+           steps: Counter[str], depth: list[int], epilogue: object = None) -> Callable[..., object]:
+    """fn timed under its op's name, and the names of the ops fused into it (its `epilogue`
+    operand, or the one its plan-time form was made with)."""
     @functools.wraps(fn)
     def step(**kwargs: object) -> object:
         if depth[0]:  # an op called by another (a fused epilogue's generic form)
             return fn(**kwargs)
-        fused = getattr(kwargs.get("epilogue"), "ops", ())
+        fused = getattr(kwargs.get("epilogue", epilogue), "ops", ())
         label = " + ".join((name, *fused))
         depth[0] += 1
         start = time.perf_counter()
@@ -39,6 +41,15 @@ def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
             depth[0] -= 1
 
     return step
+
+
+def _prepared_timed(name: str, prepare: Callable[..., object], spent: defaultdict[str, float],
+                    steps: Counter[str], depth: list[int]) -> Callable[..., object]:
+    def timed_prepare(**operands: object) -> object:
+        made = prepare(**operands)
+        return None if made is None else _timed(name, made, spent, steps, depth,  # type: ignore[arg-type]
+                                               operands.get("epilogue"))
+    return timed_prepare
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     depth = [0]
     for name, opdef in OPS.items():
         opdef.fn = _timed(name, opdef.fn, spent, steps, depth)
+        if opdef.prepare is not None:  # a step's plan-time form, timed as the op
+            opdef.prepare = _prepared_timed(name, opdef.prepare, spent, steps, depth)
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
         m.run(model.inputs)
