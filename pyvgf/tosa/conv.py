@@ -157,9 +157,6 @@ class _Finishing:
         if self.finish is None and epilogue is not None:
             self.rescale = epilogue.rescale(bias, out_dtype, shape[-1])
 
-    def result(self) -> _Result:
-        return _Result(self)
-
 
 class _Result:
     """One run's result, finished as its _Finishing says, a band of output rows at a time."""
@@ -227,6 +224,18 @@ def _skip_padding(weight: np.ndarray, matrix: np.ndarray, pads: list[tuple[int, 
             and not prepared(weight, "finite", lambda: bool(np.isfinite(matrix).all())))
 
 
+def _geometry(sizes: tuple[int, ...], kernel: tuple[int, ...], pad: np.ndarray,
+              stride: np.ndarray, dilation: np.ndarray
+              ) -> tuple[list[tuple[int, int]], list[int], list[int], list[int]]:
+    """A convolution window's pads as (before, after) per spatial axis, strides, dilations and
+    output sizes."""
+    pads = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(len(sizes))]
+    strides, dilations = [int(s) for s in stride], [int(d) for d in dilation]
+    out = [(n - 1 + a + b - (k - 1) * d) // s + 1
+           for n, (a, b), k, d, s in zip(sizes, pads, kernel, dilations, strides)]
+    return pads, strides, dilations, out
+
+
 class _Conv:
     """CONV2D or CONV3D on inputs of one shape and type, with everything that does not depend
     on the input's values worked out when made: geometry, the GEMM's type and weight matrix, how
@@ -236,14 +245,10 @@ class _Conv:
     def __init__(self, shape: tuple[int, ...], in_dtype: np.dtype, weight: np.ndarray,
                  bias: np.ndarray, input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
                  stride: np.ndarray, dilation: np.ndarray, epilogue: Epilogue | None):
-        spatial = len(shape) - 2
         self.izp, wzp = scalar(input_zp), scalar(weight_zp)
         self.sizes, self.kernel = shape[1:-1], weight.shape[1:-1]
-        self.pads = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(spatial)]
-        self.stride = [int(s) for s in stride]
-        self.dilation = [int(d) for d in dilation]
-        self.out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1 for n, (a, b), k, d, s in
-                         zip(self.sizes, self.pads, self.kernel, self.dilation, self.stride)]
+        self.pads, self.stride, self.dilation, self.out_size = _geometry(
+            self.sizes, self.kernel, pad, stride, dilation)
         self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, self.izp, _conv_matrix)
         self.wmat = _matrix(weight, wzp, dtype, _conv_matrix)
         self.n, self.oc = shape[0], weight.shape[0]
@@ -255,7 +260,7 @@ class _Conv:
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
         n, oc, out_size, wmat, dtype = self.n, self.oc, self.out_size, self.wmat, self.dtype
-        result = self.how.result()
+        result = _Result(self.how)
         if self.skip_padding:
             x = padded(input, dtype, [], self.izp)
             channels = input.shape[-1]
@@ -380,11 +385,8 @@ class _Depthwise:
                  stride: np.ndarray, dilation: np.ndarray, epilogue: Epilogue | None):
         izp, wzp = scalar(input_zp), scalar(weight_zp)
         kh, kw, channels, self.mult = weight.shape
-        pads = [(int(pad[0]), int(pad[1])), (int(pad[2]), int(pad[3]))]
-        stride = [int(s) for s in stride]
-        dilation = [int(d) for d in dilation]
-        self.out_size = [(n - 1 + a + b - (k - 1) * d) // s + 1
-                         for n, (a, b), k, d, s in zip(shape[1:3], pads, (kh, kw), dilation, stride)]
+        pads, stride, dilation, self.out_size = _geometry(shape[1:3], (kh, kw), pad, stride,
+                                                          dilation)
         self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, izp, _depthwise_taps)
         w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
         self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
@@ -395,7 +397,7 @@ class _Depthwise:
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
         n, dtype, how = self.n, self.dtype, self.how
-        result = how.result()
+        result = _Result(how)
         x = np.ascontiguousarray(input) if self.native else input.astype(dtype)
         if self.mult > 1:  # output channel c * M + m reads input channel c
             x = np.repeat(x, self.mult, axis=-1)
