@@ -388,9 +388,9 @@ def compare(got, want, exact: bool) -> dict:
 # -- the run ----------------------------------------------------------------------------------
 
 def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
-    """Every selected executor on one model: cold figures first, then the timed runs spread
-    over `args.rounds` rounds, each running every executor in turn, so that a machine whose
-    speed drifts during the run slows them alike; then the outputs checked."""
+    """Every selected executor on one model, its timed runs and cold pyvgf processes spread over
+    `args.rounds` rounds, each running every executor in turn, so that a machine whose speed
+    drifts during the run slows them alike; then the outputs checked."""
     import pyvgf
 
     res: dict = {"model": model.name, "timings": {}, "checks": {}, "cold": {}}
