@@ -291,6 +291,13 @@ def test_add_i32_overflow_wraps():
     assert out.tolist() == [-(2**31), 2**31 - 1]
 
 
+def test_sub_i32_overflow_wraps_when_broadcast():
+    a = np.array([[2**31 - 1], [-(2**31)]], I32)
+    b = np.array([[-1, 1]], I32)
+    out = run_op("SUB", TensorType(I32, (2, 2)), input1=a, input2=b)
+    assert out.tolist() == [[-(2**31), 2**31 - 2], [-(2**31) + 1, 2**31 - 1]]
+
+
 def test_fp16_compute_rounds_once():
     a = np.array([1.0, 65504.0], FP16)
     b = np.array([2.0**-11, 65504.0], FP16)
