@@ -22,15 +22,19 @@ from pathlib import Path
 
 
 def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
-           steps: Counter[str], depth: list[int], epilogue: object = None) -> Callable[..., object]:
+           steps: Counter[str], depth: list[int], epilogue: object = None,
+           by_shape: bool = False) -> Callable[..., object]:
     """fn timed under its op's name, and the names of the ops fused into it (its `epilogue`
-    operand, or the one its plan-time form was made with)."""
+    operand, or the one its plan-time form was made with); with `by_shape`, and the shape of
+    its `input` operand."""
     @functools.wraps(fn)
     def step(**kwargs: object) -> object:
         if depth[0]:  # an op called by another (a fused epilogue's generic form)
             return fn(**kwargs)
         fused = getattr(kwargs.get("epilogue", epilogue), "ops", ())
         label = " + ".join((name, *fused))
+        if by_shape and hasattr(kwargs.get("input"), "shape"):
+            label += " " + "x".join(map(str, kwargs["input"].shape))  # type: ignore[union-attr]
         depth[0] += 1
         start = time.perf_counter()
         try:
@@ -44,11 +48,11 @@ def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
 
 
 def _prepared_timed(name: str, prepare: Callable[..., object], spent: defaultdict[str, float],
-                    steps: Counter[str], depth: list[int]) -> Callable[..., object]:
+                    steps: Counter[str], depth: list[int], by_shape: bool) -> Callable[..., object]:
     def timed_prepare(**operands: object) -> object:
         made = prepare(**operands)
         return None if made is None else _timed(name, made, spent, steps, depth,  # type: ignore[arg-type]
-                                               operands.get("epilogue"))
+                                               operands.get("epilogue"), by_shape)
     return timed_prepare
 
 
@@ -58,6 +62,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=20)
     p.add_argument("--threads", type=int, default=0, help="BLAS and numba threads (0: their defaults)")
     p.add_argument("--models-dir", type=Path)
+    p.add_argument("--by-shape", action="store_true",
+                   help="list steps by their input's shape too, not only by operator")
     args = p.parse_args(argv)
     if args.threads:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
@@ -72,9 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     steps: Counter[str] = Counter()
     depth = [0]
     for name, opdef in OPS.items():
-        opdef.fn = _timed(name, opdef.fn, spent, steps, depth)
+        opdef.fn = _timed(name, opdef.fn, spent, steps, depth, by_shape=args.by_shape)
         if opdef.prepare is not None:  # a step's plan-time form, timed as the op
-            opdef.prepare = _prepared_timed(name, opdef.prepare, spent, steps, depth)
+            opdef.prepare = _prepared_timed(name, opdef.prepare, spent, steps, depth,
+                                            args.by_shape)
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
         m.run(model.inputs)
@@ -85,12 +92,13 @@ def main(argv: list[str] | None = None) -> int:
             m.run(model.inputs)
         total = (time.perf_counter() - start) / args.runs
     print(f"{model.name}: Model.run {total * 1e3:.2f} ms per run, mean of {args.runs}")
+    width = max(34, *map(len, spent))
     for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         per_run = seconds / args.runs
-        print(f"  {label:34s} {per_run * 1e3:8.2f} ms  {100 * per_run / total:5.1f}%  "
+        print(f"  {label:{width}s} {per_run * 1e3:8.2f} ms  {100 * per_run / total:5.1f}%  "
               f"x{steps[label] // args.runs}")
     rest = total - sum(spent.values()) / args.runs
-    print(f"  {'(interpreter and runtime)':34s} {rest * 1e3:8.2f} ms  {100 * rest / total:5.1f}%")
+    print(f"  {'(interpreter and runtime)':{width}s} {rest * 1e3:8.2f} ms  {100 * rest / total:5.1f}%")
     return 0
 
 
