@@ -92,7 +92,7 @@ def main(argv: list[str] | None = None) -> int:
             m.run(model.inputs)
         total = (time.perf_counter() - start) / args.runs
     print(f"{model.name}: Model.run {total * 1e3:.2f} ms per run, mean of {args.runs}")
-    width = max(34, *map(len, spent))
+    width = max([34, *map(len, spent)])
     for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         per_run = seconds / args.runs
         print(f"  {label:{width}s} {per_run * 1e3:8.2f} ms  {100 * per_run / total:5.1f}%  "
