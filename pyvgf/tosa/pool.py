@@ -2,8 +2,9 @@
 
 Both run one vectorised step per kernel tap over strided views of the padded input (an integer
 average pool with fewer windows than taps, such as a global one, sums each window instead: the
-int64 sums are exact in any order). Average pooling divides by the number of real (not padding) elements under the window; integer average
-pooling does that division as the specification's reciprocal_scale and apply_scale_32, bit-exact.
+int64 sums are exact in any order). Average pooling divides by the number of real (not padding)
+elements under the window; integer average pooling does that division as the specification's
+reciprocal_scale and apply_scale_32, bit-exact.
 """
 
 from __future__ import annotations
