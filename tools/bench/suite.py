@@ -22,6 +22,10 @@ Executors (--backends):
                           than the spread of the process times (else "not measurable")
     tosa_reference_model  the TOSA reference model, in process, on the TOSA FlatBuffer
     torch                 the same network in PyTorch eager with the same weights (--torch-device)
+    onnxruntime           the torch twin exported to ONNX, on onnxruntime's CPU provider with
+                          --threads intra-op threads (default: every core); for the int8 model
+                          also "onnxruntime-int8", onnxruntime's own static QDQ quantization of
+                          that ONNX model (timed, not compared: other scales and rounding)
 
 Models come from tools/bench/models.py (TOSA MLIR converted by model-converter, cached in
 .cache/fixtures), or from --models-dir DIR holding NAME.vgf, NAME.tosa (optional) and NAME.npz
@@ -50,7 +54,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ["pyvgf-cpu", "pyvgf-vulkan", "scenario_runner", "tosa_reference_model", "torch"]
+BACKENDS = ["pyvgf-cpu", "pyvgf-vulkan", "scenario_runner", "tosa_reference_model", "torch", "onnxruntime"]
 ONE_OP = "add_one_op"
 MODELS = ["mobilenet_v2_fp32", "mobilenet_v2_int8", "transformer_fp32", "conv2d_large_fp32", ONE_OP]
 
@@ -69,7 +73,8 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
                         "scenario_runner runs one --repeat 1 and one --repeat 1+N/rounds process a round")
     p.add_argument("--reference-repeat", type=int, default=3, help="timed tosa_reference_model runs")
     p.add_argument("--threads", type=int, default=0,
-                   help="BLAS, numba (pyvgf cpu) and torch CPU threads (0: each library's default)")
+                   help="BLAS, numba (pyvgf cpu), torch and onnxruntime CPU threads "
+                        "(0: each library's default; onnxruntime: one a core)")
     p.add_argument("--torch-device", default="cpu", help="torch device: cpu or cuda")
     p.add_argument("--models-dir", type=Path, help="use prebuilt NAME.vgf/.tosa/.npz from DIR")
     p.add_argument("--export", type=Path, metavar="DIR", help="write NAME.vgf/.tosa/.npz into DIR and exit")
@@ -432,6 +437,15 @@ def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
             runs["tosa_reference_model"] = Batches(reference(model)), args.reference_repeat
         if "torch" in backends and model.torch_net is not None:
             runs["torch"] = Batches(torch_forward(model, args.torch_device)), args.repeat
+        if "onnxruntime" in backends and model.torch_net is not None:
+            from onnx_twins import onnx_session
+
+            threads = args.threads or os.cpu_count() or 1
+            for key, int8 in (("onnxruntime", False), ("onnxruntime-int8", True)):
+                if int8 and not model.exact:
+                    continue
+                session, feed = onnx_session(model, work, threads, int8=int8)
+                runs[key] = Batches(lambda s=session, f=feed: s.run(None, f)[0]), args.repeat
         rounds = max(1, args.rounds)
         for _ in range(rounds):
             for cold in colds.values():
@@ -456,6 +470,8 @@ def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
             outputs[key] = runs[key][0].out[0]
     if "torch" in runs:
         outputs["torch"] = runs["torch"][0].out.cpu().numpy()
+    if "onnxruntime" in runs:
+        outputs["onnxruntime"] = runs["onnxruntime"][0].out
     if "scenario_runner" in runs:
         scen = runs["scenario_runner"][0]
         t["scenario_runner-cold"] = Timing(scen.short)
@@ -467,8 +483,8 @@ def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
               f"cold process {t['scenario_runner-cold']}", flush=True)
     base = "pyvgf-cpu" if "pyvgf-cpu" in outputs else next(iter(outputs), None)
     for other, out in outputs.items():
-        if other == base or (other == "torch" and model.exact):
-            continue  # an int8 model's torch twin is the fp32 network: timed, not compared
+        if other == base or (other in ("torch", "onnxruntime") and model.exact):
+            continue  # an int8 model's torch and onnx twins are the fp32 network: timed, not compared
         res["checks"][f"{base} vs {other}"] = check = compare(outputs[base], out, model.exact)
         print(f"  check {base} vs {other}: {check}", flush=True)
     return res
@@ -482,6 +498,8 @@ _LABELS = {
     "scenario_runner": "scenario_runner dispatch",
     "tosa_reference_model": "tosa_reference_model",
     "torch": "torch",
+    "onnxruntime": "onnxruntime",
+    "onnxruntime-int8": "onnxruntime int8 (QDQ)",
 }
 """What each timing is called in the run's printout."""
 
@@ -503,6 +521,13 @@ def ratios(results: dict[str, dict]) -> list[tuple[str, float, float, str]]:
     mnv2, int8 = "mobilenet_v2_fp32", "mobilenet_v2_int8"
     add("MobileNetV2 fp32: pyvgf cpu / torch", stat(mnv2, "pyvgf-cpu"), stat(mnv2, "torch"), "<= 1.5")
     add("MobileNetV2 int8: pyvgf cpu / torch fp32", stat(int8, "pyvgf-cpu"), stat(int8, "torch"), "<= 3")
+    add("MobileNetV2 fp32: pyvgf cpu / onnxruntime", stat(mnv2, "pyvgf-cpu"), stat(mnv2, "onnxruntime"), "<= 1.2")
+    add("MobileNetV2 int8: pyvgf cpu / onnxruntime fp32", stat(int8, "pyvgf-cpu"), stat(int8, "onnxruntime"),
+        "<= 1.0")
+    add("MobileNetV2 int8: pyvgf cpu / onnxruntime int8", stat(int8, "pyvgf-cpu"), stat(int8, "onnxruntime-int8"),
+        "<= 1.5")
+    add("transformer: pyvgf cpu / onnxruntime", stat("transformer_fp32", "pyvgf-cpu"),
+        stat("transformer_fp32", "onnxruntime"), "<= 1.5")
     for name in (n for n in results if n != ONE_OP):
         add(f"{name}: scenario_runner / pyvgf cpu", stat(name, "scenario_runner"), stat(name, "pyvgf-cpu"), ">= 50")
         add(f"{name}: tosa_reference_model / pyvgf cpu", stat(name, "tosa_reference_model"),
@@ -529,7 +554,8 @@ _COLUMNS = [("pyvgf-cpu", "pyvgf cpu"), ("pyvgf-vulkan", "pyvgf vulkan Model.run
             ("pyvgf-vulkan-dispatch", "pyvgf vulkan dispatch"),
             ("scenario_runner", "scenario_runner dispatch (GPU)"), ("scenario_runner-wall", "scenario_runner wall per repeat"),
             ("scenario_runner-cold", "scenario_runner cold process"),
-            ("tosa_reference_model", "tosa_reference_model"), ("torch", "torch")]
+            ("tosa_reference_model", "tosa_reference_model"), ("torch", "torch"),
+            ("onnxruntime", "onnxruntime"), ("onnxruntime-int8", "onnxruntime int8")]
 
 
 def markdown(results: dict[str, dict], rows: list[tuple[str, float, float, str]],
