@@ -579,6 +579,21 @@ def markdown(results: dict[str, dict], rows: list[tuple[str, float, float, str]]
     return "\n".join(lines) + "\n"
 
 
+def _provenance() -> dict:
+    """When, from which commit and with which command and libraries the run was made."""
+    import platform
+
+    try:
+        commit = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                                capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        commit = None
+    versions = {name: getattr(sys.modules[name], "__version__", None)
+                for name in ("numpy", "numba", "scipy", "torch", "onnxruntime") if name in sys.modules}
+    return {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
+            "command": [sys.executable, *sys.argv], "python": platform.python_version(), "versions": versions}
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tools" / "bench")]
     args = _parse(argv)
@@ -615,6 +630,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         doc = {"machine": {"cpus": os.cpu_count(), "threads": args.threads, "torch_device": args.torch_device,
                            "load_average": os.getloadavg()},
+               "run": _provenance(),
                "models": {n: {**r, "timings": {k: v.as_json() for k, v in r["timings"].items()}}
                           for n, r in results.items()},
                "ratios": [{"what": w, "value": v, "of_minima": low, "target": tg} for w, v, low, tg in rows]}
