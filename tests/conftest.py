@@ -25,8 +25,8 @@ def vgf_model():
 
 @pytest.fixture(scope="session", params=sorted(REAL_MODELS))
 def real_model(request) -> Path:
-    """Each real int8 model of ../shared/fixtures/real/ (never modified)."""
+    """Each real int8 model of tests/fixtures/real/ (never modified)."""
     path = REAL_MODELS[request.param]
     if not path.exists():
-        pytest.fail(f"{path} is missing: the real fixtures live in ../shared/fixtures/real/")
+        pytest.fail(f"{path} is missing: the real fixtures live in tests/fixtures/real/")
     return path

@@ -1,6 +1,6 @@
 """Benchmark the SPIR-V graph path: decode_graph, GraphPlan (checks + folding) and GraphPlan.run.
 
-    python tools/bench_graph.py [VGF ...]     # default: the real models in shared/fixtures/real
+    python tools/bench_graph.py [VGF ...]     # default: the real models in tests/fixtures/real
 
 Prints, per model, the best of --repeat wall-clock and CPU times of each stage, in ms.
 """

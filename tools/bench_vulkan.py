@@ -3,7 +3,7 @@ beside the cpu backend on the same inputs (and whether both give the same output
 --split, where the time of one Model.run goes on the one-op model (tests/models/add_f32.mlir).
 
     python tools/bench_vulkan.py [VGF ...] [--repeat N] [--no-cpu]
-    # default: the real models in shared/fixtures/real
+    # default: the real models in tests/fixtures/real
     python tools/bench_vulkan.py --split [--runs N]
 
 Prints the device pyvgf uses, then per model the wall times in ms. --split prints, as median

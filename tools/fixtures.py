@@ -20,11 +20,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = Path(os.environ.get("PYVGF_FIXTURE_CACHE", ROOT / ".cache" / "fixtures"))
 MODELS = ROOT / "tests" / "models"
-REAL = next(
-    (p / "shared" / "fixtures" / "real" for p in (ROOT, *ROOT.parents) if (p / "shared" / "fixtures" / "real").is_dir()),
-    ROOT.parent / "shared" / "fixtures" / "real",
-)
-"""The real models of shared/fixtures/real: inside the checkout, beside it, or above it (worktrees)."""
+REAL = ROOT / "tests" / "fixtures" / "real"
+"""The real models made by Arm's tools elsewhere (see its README.md for provenance and licence)."""
 
 
 class ToolMissing(RuntimeError):
