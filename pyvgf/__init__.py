@@ -1,24 +1,58 @@
-"""pyvgf: run VGF models (Arm ML SDK for Vulkan) from Python."""
+"""pyvgf: run VGF models (Arm ML SDK for Vulkan) from Python.
+
+`import pyvgf` loads only the exceptions; the runtime (numpy, the container reader, the
+executor) loads on first use of `load`, `Model` or a subpackage, so that tools which merely
+import pyvgf stay fast to start.
+"""
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from .errors import HalError, ModelInputError, SpirvError, TosaError, VGFError, VGFFormatError
-from .hal.shaders import register_shader, unregister_shader
-from .runtime import Model, TensorInfo, load
+
+if TYPE_CHECKING:
+    from .hal.shaders import register_shader, unregister_shader
+    from .runtime import Model, TensorInfo, load
 
 __version__ = "0.1.0.dev0"
+
+_LAZY = {
+    "Model": "runtime",
+    "TensorInfo": "runtime",
+    "load": "runtime",
+    "register_shader": "hal.shaders",
+    "unregister_shader": "hal.shaders",
+}
+_SUBPACKAGES = {"build", "format", "hal", "runtime", "spirv", "testing", "tosa"}
 
 __all__ = [
     "HalError",
     "Model",
     "ModelInputError",
     "SpirvError",
+    "TensorInfo",
     "TosaError",
     "VGFError",
-    "TensorInfo",
     "VGFFormatError",
     "__version__",
     "load",
     "register_shader",
     "unregister_shader",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """The public names and subpackages, each imported when first asked for."""
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"{__name__}.{name}")
+    if name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, *_SUBPACKAGES})

@@ -8,6 +8,7 @@ file and one built by hand compare equal field for field.
 from __future__ import annotations
 
 import enum
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -230,31 +231,38 @@ class VGF:
 def numpy_dtype(vk_format: int) -> np.dtype:
     """The numpy dtype that holds one element of a tensor of this VkFormat."""
     try:
-        return _DTYPES[Format(vk_format)]
+        return _numpy_dtype(Format(vk_format))
     except (ValueError, KeyError):
         raise ValueError(f"VkFormat {vk_format} has no numpy dtype in pyvgf") from None
 
 
-def _dtypes() -> dict[Format, np.dtype]:
-    import ml_dtypes
+_DTYPE_NAMES = {
+    Format.R8_UINT: "uint8",
+    Format.R8_SINT: "int8",
+    Format.R16_UINT: "uint16",
+    Format.R16_SINT: "int16",
+    Format.R16_SFLOAT: "float16",
+    Format.R32_UINT: "uint32",
+    Format.R32_SINT: "int32",
+    Format.R32_SFLOAT: "float32",
+    Format.R64_UINT: "uint64",
+    Format.R64_SINT: "int64",
+    Format.R64_SFLOAT: "float64",
+    Format.R8_BOOL_ARM: "bool",
+    Format.R16_SFLOAT_FPENCODING_BFLOAT16_ARM: "bfloat16",
+    Format.R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM: "float8_e4m3fn",
+    Format.R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM: "float8_e5m2",
+}
+"""VkFormat -> the name of its numpy dtype (the last three are ml_dtypes types)."""
+_ML_DTYPES = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
 
-    return {
-        Format.R8_UINT: np.dtype(np.uint8),
-        Format.R8_SINT: np.dtype(np.int8),
-        Format.R16_UINT: np.dtype(np.uint16),
-        Format.R16_SINT: np.dtype(np.int16),
-        Format.R16_SFLOAT: np.dtype(np.float16),
-        Format.R32_UINT: np.dtype(np.uint32),
-        Format.R32_SINT: np.dtype(np.int32),
-        Format.R32_SFLOAT: np.dtype(np.float32),
-        Format.R64_UINT: np.dtype(np.uint64),
-        Format.R64_SINT: np.dtype(np.int64),
-        Format.R64_SFLOAT: np.dtype(np.float64),
-        Format.R8_BOOL_ARM: np.dtype(np.bool_),
-        Format.R16_SFLOAT_FPENCODING_BFLOAT16_ARM: np.dtype(ml_dtypes.bfloat16),
-        Format.R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM: np.dtype(ml_dtypes.float8_e4m3fn),
-        Format.R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM: np.dtype(ml_dtypes.float8_e5m2),
-    }
 
+@functools.cache
+def _numpy_dtype(vk_format: Format) -> np.dtype:
+    name = _DTYPE_NAMES[vk_format]
+    if name in _ML_DTYPES:  # ml_dtypes loads when a model first uses one of its types
+        import ml_dtypes
 
-_DTYPES = _dtypes()
+        return np.dtype(getattr(ml_dtypes, name))
+    return np.dtype(name)
+

@@ -9,11 +9,11 @@ uses it; what is malformed raises SpirvError at once.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Union, cast
 
-import ml_dtypes
 import numpy as np
 
 from ..errors import SpirvError
@@ -24,7 +24,23 @@ from .binary import Instruction, Module
 MAX_ELEMENTS = 1 << 40
 
 BINDING, DESCRIPTOR_SET = 33, 34
-FP_ENCODINGS = {0: ml_dtypes.bfloat16, 4214: ml_dtypes.float8_e4m3fn, 4215: ml_dtypes.float8_e5m2}
+
+
+_FP_ENCODINGS = {0: "bfloat16", 4214: "float8_e4m3fn", 4215: "float8_e5m2"}
+"""OpTypeFloat FP Encoding (BFloat16KHR, Float8E4M3EXT, Float8E5M2EXT) -> its ml_dtypes type."""
+
+
+@functools.cache
+def fp_encoding_dtype(encoding: int) -> np.dtype | None:
+    """The dtype of an OpTypeFloat FP Encoding, or None; ml_dtypes loads on the first use."""
+    name = _FP_ENCODINGS.get(encoding)
+    if name is None:
+        return None
+    import ml_dtypes
+
+    return np.dtype(getattr(ml_dtypes, name))
+
+
 _INTS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
 _FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
 
@@ -187,8 +203,8 @@ class Declarations:
         width = inst.num(0)
         if len(inst.operands) > 1:
             encoding = inst.num(1)
-            dtype = FP_ENCODINGS.get(encoding)
-            if dtype is None or np.dtype(dtype).itemsize * 8 != width:
+            dtype = fp_encoding_dtype(encoding)
+            if dtype is None or dtype.itemsize * 8 != width:
                 self.types[inst.result] = Opaque(f"{width}-bit float with encoding {encoding}")
                 return
             self.types[inst.result] = np.dtype(dtype)

@@ -9,7 +9,7 @@ import numpy as np
 
 from . import tables
 from .binary import Instruction, Operand, decode
-from .declarations import FP_ENCODINGS
+from .declarations import fp_encoding_dtype
 
 _INDENT = 14
 
@@ -47,8 +47,8 @@ def _note_type(inst: Instruction, numbers: dict[int, np.dtype]) -> None:
     elif inst.opname == "OpTypeFloat":
         width = inst.num(0)
         if len(inst.operands) > 1:
-            dtype = FP_ENCODINGS.get(inst.num(1))
-            if dtype is not None and np.dtype(dtype).itemsize * 8 == width:
+            dtype = fp_encoding_dtype(inst.num(1))
+            if dtype is not None and dtype.itemsize * 8 == width:
                 numbers[inst.result] = np.dtype(dtype)
         elif width in (16, 32, 64):
             numbers[inst.result] = np.dtype(f"f{width // 8}")
