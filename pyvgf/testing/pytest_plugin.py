@@ -1,7 +1,8 @@
 """pytest plugin for testing VGF backends: a `vgf_backend` fixture and hypothesis profiles.
 
 One line enables it, in conftest.py:  pytest_plugins = ["pyvgf.testing.pytest_plugin"]
-(installed with the `pytest11` entry point, it is enabled wherever pyvgf is installed).
+(installed with the `pytest11` entry point, it is enabled wherever pyvgf is installed, so it
+imports nothing but pytest: hypothesis loads only when one of its profiles is asked for).
 
   * `vgf_backend`: every test that takes it runs once per backend: `--vgf-backend NAME`
     (repeatable) or the ini option `vgf_backends = cpu vulkan`; default `cpu`.
@@ -18,11 +19,12 @@ PROFILES = {"fast": 25, "long": 1000}
 """Profile name -> examples per test."""
 
 
-def _register_profiles() -> bool:
+def register_profiles() -> None:
+    """Register the "fast" and "long" hypothesis profiles (UsageError without hypothesis)."""
     try:
         from hypothesis import HealthCheck, settings
     except ImportError:
-        return False
+        raise pytest.UsageError("the hypothesis profiles of pyvgf need hypothesis: pip install hypothesis") from None
     for name, examples in PROFILES.items():
         settings.register_profile(
             name,
@@ -30,10 +32,6 @@ def _register_profiles() -> bool:
             deadline=None,
             suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
         )
-    return True
-
-
-_HAVE_HYPOTHESIS = _register_profiles()  # at import, before hypothesis reads --hypothesis-profile
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -49,11 +47,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("vgf_hypothesis_profile", "hypothesis profile to load (fast, long)", default="")
 
 
+@pytest.hookimpl(tryfirst=True)  # before hypothesis's own plugin loads --hypothesis-profile
 def pytest_configure(config: pytest.Config) -> None:
+    chosen = config.getoption("hypothesis_profile", default=None)
     profile = config.getini("vgf_hypothesis_profile")
-    if profile and not config.getoption("hypothesis_profile", default=None):
-        if not _HAVE_HYPOTHESIS:
-            raise pytest.UsageError("vgf_hypothesis_profile is set but hypothesis is not installed")
+    if chosen in PROFILES or profile:
+        register_profiles()
+    if profile and not chosen:
         from hypothesis import settings
 
         settings.load_profile(profile)
