@@ -176,7 +176,7 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from .hal.vulkan.doctor import diagnose
+    from .hal.vulkan import diagnose  # HalError naming the install command without the extra
 
     text, usable = diagnose()
     print(text)

@@ -12,6 +12,7 @@ from types import ModuleType
 from typing import Any
 
 from ...errors import HalError
+from . import INSTALL
 from ._ffi import ffi
 
 
@@ -21,9 +22,7 @@ def vk() -> ModuleType:
     try:
         import vulkan
     except ImportError as exc:
-        raise HalError(
-            "the vulkan backend needs the `vulkan` Python package: pip install 'pyvgf[vulkan]'"
-        ) from exc
+        raise HalError(f"the vulkan backend needs the `vulkan` Python package: {INSTALL}") from exc
     except OSError as exc:
         raise HalError(f"the Vulkan loader libvulkan.so.1 cannot be loaded: {exc}") from exc
     return vulkan
