@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from . import __version__
 from .errors import VGFError
 
 
@@ -198,7 +199,10 @@ def _bench(args: argparse.Namespace) -> int:
     import subprocess
 
     if not BENCH_SUITE.is_file():
-        raise SystemExit(f"pyvgf bench: the suite is part of the source tree ({BENCH_SUITE} not found)")
+        raise SystemExit(
+            "pyvgf bench: the benchmark suite is part of a source checkout, not of an installed pyvgf "
+            "(it needs Arm's tools and torch): clone the repository and run `pyvgf bench` there"
+        )
     return subprocess.call([sys.executable, str(BENCH_SUITE), *args.extra])
 
 
@@ -211,6 +215,7 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
+    parser.add_argument("--version", action="version", version=f"pyvgf {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_inspect(sub)
     _add_run(sub)
