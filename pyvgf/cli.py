@@ -1,6 +1,6 @@
 """The `pyvgf` command line: one small function per subcommand.
 
-    pyvgf inspect MODEL.vgf [--json] [--spirv N] [--dump-spirv N | --dump-constant N -o FILE]
+    pyvgf inspect MODEL.vgf [--all | --json] [--spirv N] [--dump-spirv N | --dump-constant N -o FILE]
     pyvgf run MODEL.vgf --input a.npy --input b.npy --output-dir out/ [--backend cpu]
     pyvgf run MODEL.vgf --random-inputs --seed 0
     pyvgf run --example
@@ -24,7 +24,7 @@ from .errors import VGFError
 
 def _inspect(args: argparse.Namespace) -> int:
     from .format import CodeType, read
-    from .format.dump import summary, to_json
+    from .format.dump import overview, summary, to_json
 
     vgf = read(args.file)
     if args.dump_spirv is not None or args.dump_constant is not None:
@@ -62,9 +62,28 @@ def _inspect(args: argparse.Namespace) -> int:
         return 0
     if args.json:
         print(json.dumps(to_json(vgf), indent=4, sort_keys=True, ensure_ascii=False))
-    else:
-        print(summary(vgf))
+        return 0
+    from .runtime.model import interface
+
+    print(overview(vgf, *interface(vgf), _tosa_op_counts(vgf)))
+    print()
+    print(summary(vgf) if args.all else "(--all adds every module, segment binding, resource and constant)")
     return 0
+
+
+def _tosa_op_counts(vgf) -> dict[int, dict[str, int] | str]:
+    """Module index -> TOSA operator counts of each graph module, or why they are unknown."""
+    from .format import ModuleType
+    from .spirv import tosa_op_counts
+
+    counts: dict[int, dict[str, int] | str] = {}
+    for i, module in enumerate(vgf.modules):
+        if module.type == ModuleType.GRAPH:
+            try:
+                counts[i] = tosa_op_counts(module.code) if module.code is not None else "no stored SPIR-V code"
+            except VGFError as exc:
+                counts[i] = f"SPIR-V not readable: {exc}"
+    return counts
 
 
 def _checked_index(index: int, count: int, what: str) -> int:
@@ -74,9 +93,10 @@ def _checked_index(index: int, count: int, what: str) -> int:
 
 
 def _add_inspect(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("inspect", help="describe a VGF file (summary, or vgf_dump's JSON)")
+    p = sub.add_parser("inspect", help="describe a VGF file (summary, --all the full listing, or vgf_dump's JSON)")
     p.add_argument("file", help="the .vgf file")
     p.add_argument("--json", action="store_true", help="print the JSON `vgf_dump -i FILE` prints")
+    p.add_argument("--all", action="store_true", help="after the summary, list every module, resource and constant")
     p.add_argument("--spirv", type=int, metavar="N", help="print a disassembly of SPIR-V module N")
     p.add_argument("--dump-spirv", type=int, metavar="N", help="write module N's SPIR-V words to -o FILE")
     p.add_argument(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from . import vknames
@@ -134,6 +135,47 @@ def _slot_text(slots: list[BindingSlot]) -> str:
 
 def _io_text(slots: list[BindingSlot], names: list[str]) -> str:
     return ", ".join(f"{names[k] if k < len(names) else '?'}=r{x.mrt_index}" for k, x in enumerate(slots))
+
+
+def overview(
+    vgf: VGF,
+    inputs: list[tuple[str, int | None]],
+    outputs: list[tuple[str, int]],
+    ops: Mapping[int, Mapping[str, int] | str],
+) -> str:
+    """What a person wants first: the model inputs and outputs (name, dtype, shape), the
+    segments, and how many times each TOSA operator is applied. `inputs` and `outputs` are
+    (name, MRT index or None for an unused input); `ops` maps a module index to its operator
+    counts, or to why they could not be counted."""
+
+    def io(rows: list[tuple[str, int | None]]) -> list[str]:
+        width = max((len(name) for name, _ in rows), default=0)
+        return [
+            f"  {name:{width}}  "
+            + ("unused by the model" if m is None else f"{_dtype(vgf.resources[m].format):8} {_shape(vgf.resources[m].shape)}")
+            for name, m in rows
+        ]
+
+    segments = vgf.sequence.segments
+    total: dict[str, int] = {}
+    for counts in ops.values():
+        for op, n in counts.items() if not isinstance(counts, str) else ():
+            total[op] = total.get(op, 0) + n
+    lines = [
+        f"VGF {'.'.join(map(str, vgf.header.version))}: {len(inputs)} input(s), {len(outputs)} output(s), "
+        f"{len(segments)} segment(s), {sum(total.values())} TOSA op(s)",
+        "inputs:", *io(inputs), "outputs:", *io(outputs), "segments:",
+    ]
+    for i, s in enumerate(segments):
+        counts = ops.get(s.module_index)
+        what = f"dispatch {s.dispatch_shape}" if s.type == ModuleType.COMPUTE else (
+            counts if isinstance(counts, str) else f"{sum((counts or {}).values())} TOSA op(s)")
+        lines.append(f"  [{i}] {ModuleType(s.type).name:7} {s.name}  module {s.module_index}  {what}")
+    if total:
+        width = max(map(len, total))
+        lines.append("TOSA ops:")
+        lines += [f"  {op:{width}}  {n}" for op, n in sorted(total.items(), key=lambda item: (-item[1], item[0]))]
+    return "\n".join(lines)
 
 
 def summary(vgf: VGF) -> str:

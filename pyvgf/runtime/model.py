@@ -58,14 +58,11 @@ class Model:
         self.device = device
         self.backend = device.adapter.info.backend
         self._schedule = Schedule(vgf, device)
-        seq = vgf.sequence
-        output_mrt = [slot.mrt_index for slot in seq.outputs]
-        names = list(seq.input_names) + [f"input_{i}" for i in range(len(seq.input_names), len(seq.inputs))]
-        slots = _input_slots(seq.inputs, len(names))
+        names, slots, outputs = _interface(vgf)
+        output_mrt = [m for _, m in outputs]
         self.inputs: list[TensorInfo] = [self._info(name, slots.get(i)) for i, name in enumerate(names)]
         """Every model input in order, the unused ones included (they have live=False)."""
-        out_names = list(seq.output_names) + [f"output_{i}" for i in range(len(seq.output_names), len(seq.outputs))]
-        self.outputs: list[TensorInfo] = [self._info(out_names[i], m) for i, m in enumerate(output_mrt)]
+        self.outputs: list[TensorInfo] = [self._info(name, m) for name, m in outputs]
         """Every model output, in the order run() returns them."""
         self._slot_inputs = list(slots)
         """The model input index of each input binding slot, in slot order (the order of the
@@ -159,6 +156,21 @@ class Model:
         ins = "; ".join(map(str, self.inputs))
         outs = "; ".join(map(str, self.outputs))
         return f"<Model on {self.backend}: {len(self._schedule.segments)} segment(s); in: {ins}; out: {outs}>"
+
+
+def interface(vgf: VGF) -> tuple[list[tuple[str, int | None]], list[tuple[str, int]]]:
+    """The model inputs and outputs as `Model.inputs` and `Model.outputs` name them, without
+    planning the model: (name, MRT index of its resource; None for an unused input)."""
+    names, slots, outputs = _interface(vgf)
+    return [(name, slots.get(i)) for i, name in enumerate(names)], outputs
+
+
+def _interface(vgf: VGF) -> tuple[list[str], dict[int, int], list[tuple[str, int]]]:
+    """Input names, input index -> MRT index in binding slot order, (output name, MRT index)."""
+    seq = vgf.sequence
+    names = list(seq.input_names) + [f"input_{i}" for i in range(len(seq.input_names), len(seq.inputs))]
+    out_names = list(seq.output_names) + [f"output_{i}" for i in range(len(seq.output_names), len(seq.outputs))]
+    return names, _input_slots(seq.inputs, len(names)), [(out_names[i], s.mrt_index) for i, s in enumerate(seq.outputs)]
 
 
 def _input_slots(slots: Sequence[BindingSlot], count: int) -> dict[int, int]:

@@ -2,10 +2,11 @@
 
     graph = decode_graph(words)      # the Graph of the module's (only) graph entry point
     text = disassemble(words)        # readable text for `pyvgf inspect FILE --spirv N`
+    counts = tosa_op_counts(words)   # TOSA operator name -> how many times the module applies it
 """
 
 from .binary import Instruction, Module, Operand, decode
-from .disasm import disassemble
+from .disasm import disassemble, tosa_op_counts
 from .graph import Const, Graph, GraphConstant, GraphInterface, Input, Node, Result, decode_graph
 
 __all__ = [
@@ -22,4 +23,5 @@ __all__ = [
     "decode",
     "decode_graph",
     "disassemble",
+    "tosa_op_counts",
 ]

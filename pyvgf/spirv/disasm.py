@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
@@ -36,6 +37,17 @@ def disassemble(words: bytes | bytearray | memoryview | np.ndarray | Sequence[in
             text = " " * _INDENT + text
         lines.append(text)
     return "\n".join(lines) + "\n"
+
+
+def tosa_op_counts(words: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> Counter[str]:
+    """How many times the module applies each TOSA operator (its OpExtInst into TOSA.001000.1)."""
+    module = decode(words)
+    tosa = {i for i, name in module.ext_inst_sets.items() if name == tables.TOSA_SET}
+    return Counter(
+        tables.TOSA_INSTRUCTIONS.get(inst.num(1), (f"TOSA op {inst.num(1)}",))[0]
+        for inst in module.instructions
+        if inst.opname == "OpExtInst" and inst.num(0) in tosa
+    )
 
 
 def _note_type(inst: Instruction, numbers: dict[int, np.dtype]) -> None:
