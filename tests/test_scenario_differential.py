@@ -1,0 +1,200 @@
+"""`pyvgf scenario` on cpu and vulkan against Arm's scenario_runner + the ML emulation layer on
+lavapipe, from the same scenario file: the same output files, integers bit-exact.
+
+Scenarios: vgf_dump's template (written by `pyvgf inspect --scenario-template`, checked equal to
+vgf_dump's in test_scenario.py) of generated and real models with random inputs, and a
+hand-written scenario using memory aliasing, explicit barriers, a compute dispatch and several
+dispatches in order.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import fixtures  # tools/fixtures.py
+import numpy as np
+import pytest
+import references  # tools/references.py
+from conftest_runtime import doubling_shader
+from conftest_vulkan import require_vulkan
+from scenario_shaders import double
+
+from pyvgf import scenario
+from pyvgf.format import read
+
+ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.vulkan
+
+
+
+
+def _reference(scenario_json: Path, out: Path) -> None:
+    out.mkdir()
+    cmd, env = references.scenario_command(scenario_json, out)
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _pyvgf(scenario_json: Path, out: Path, backend: str, *extra: str) -> None:
+    cmd = [sys.executable, "-m", "pyvgf", "scenario", str(scenario_json), "--output", str(out), "--backend", backend,
+           *extra]
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def _files(folder: Path) -> dict[str, np.ndarray]:
+    return {p.name: np.load(p) for p in sorted(folder.iterdir())}
+
+
+def _assert_same(ref: dict[str, np.ndarray], got: dict[str, np.ndarray], exact_floats: bool = False) -> None:
+    assert sorted(got) == sorted(ref) and ref
+    for name, want in ref.items():
+        have = got[name]
+        assert (have.dtype, have.shape) == (want.dtype, want.shape), name
+        if want.dtype.kind == "f" and not exact_floats:
+            np.testing.assert_allclose(have, want, rtol=1e-5, atol=1e-5, err_msg=name)
+        else:
+            np.testing.assert_array_equal(have.view(np.uint8), want.view(np.uint8), err_msg=name)
+
+
+def _fill_inputs(folder: Path, scenario_json: Path, seed: int) -> None:
+    """Random data in each input placeholder the template names (in place of the zeros)."""
+    rng = np.random.default_rng(seed)
+    for entry in json.loads(scenario_json.read_text())["resources"]:
+        ((kind, body),) = entry.items()
+        if kind != "tensor" or "src" not in body:
+            continue
+        path = folder / body["src"]
+        zeros = np.load(path)
+        if zeros.dtype.kind == "V":
+            values = rng.integers(0, 256, zeros.nbytes, dtype=np.uint8).view(zeros.dtype).reshape(zeros.shape)
+        elif zeros.dtype.kind == "b":
+            values = rng.integers(0, 2, zeros.shape).astype(bool)
+        elif zeros.dtype.kind in "iu":
+            info = np.iinfo(zeros.dtype)
+            values = rng.integers(max(info.min, -100), min(info.max, 100), zeros.shape, endpoint=True).astype(zeros.dtype)
+        else:
+            values = rng.standard_normal(zeros.shape).astype(zeros.dtype)
+        with open(path, "wb") as f:
+            np.save(f, values)
+
+
+def _template(vgf: Path, folder: Path, seed: int = 0) -> Path:
+    proc = subprocess.run([sys.executable, "-m", "pyvgf", "inspect", str(vgf), "--scenario-template", str(folder)],
+                          check=False, capture_output=True, text=True, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    scenario_json = Path(proc.stdout.strip())
+    _fill_inputs(folder, scenario_json, seed)
+    return scenario_json
+
+
+def _differ(scenario_json: Path, tmp_path: Path, backends=("cpu", "vulkan"), exact_floats=False, **kwargs) -> dict:
+    require_vulkan()
+    _reference(scenario_json, tmp_path / "ref")
+    ref = _files(tmp_path / "ref")
+    for backend in backends:
+        _pyvgf(scenario_json, tmp_path / backend, backend, *kwargs.get(backend, ()))
+        _assert_same(ref, _files(tmp_path / backend), exact_floats)
+    return ref
+
+
+@pytest.mark.parametrize("name", ["add_f32", "runtime_int8", "runtime_int16", "runtime_multi_io", "runtime_bool",
+                                  "runtime_int32", "spirv_int8_conv_rescale"])
+def test_template_of_generated_model(vgf_model, tmp_path: Path, name: str) -> None:
+    folder = tmp_path / "scenario"
+    scenario_json = _template(vgf_model(name), folder)
+    ref = _differ(scenario_json, tmp_path, exact_floats=name == "add_f32")
+    assert any(np.any(a) for a in ref.values())
+
+
+def test_template_of_segmented_model_with_compute(vgf_model, tmp_path: Path) -> None:
+    """graph -> SPIR-V compute -> graph: the template substitutes the module's own code (written
+    beside it by pyvgf); the cpu backend runs a Python stand-in found by module name."""
+    vgf = vgf_model("runtime_segments")
+    folder = tmp_path / "scenario"
+    scenario_json = _template(vgf, folder)
+    assert [m.name for m in read(vgf).modules if m.type.name == "COMPUTE"] == ["graph_partition_1"]
+    _differ(scenario_json, tmp_path, cpu=("--shaders", str(ROOT / "tests" / "scenario_shaders.py")))
+
+
+@pytest.mark.slow
+def test_real_model_template(real_model: Path, tmp_path: Path) -> None:
+    scenario_json = _template(real_model, tmp_path / "scenario", seed=3)
+    ref = _differ(scenario_json, tmp_path)
+    assert all(a.dtype == np.int8 for a in ref.values())
+
+
+def _hand_written(folder: Path) -> Path:
+    """add(a, b) -> c, c aliased by a buffer, a memory barrier, then the doubling compute shader
+    from the buffer into another buffer, and the add again from c: three dispatches in order."""
+    add = fixtures.model("add_f32")
+    shutil.copyfile(add, folder / "add.vgf")
+    (folder / "double.spv").write_bytes(doubling_shader().astype("<u4").tobytes())
+    rng = np.random.default_rng(5)
+    np.save(folder / "a.npy", rng.standard_normal((1, 4, 4, 8)).astype(np.float32))
+    np.save(folder / "b.npy", rng.integers(-8, 8, (1, 4, 4, 8)).astype(np.float32))
+    tensor = {"dims": [1, 4, 4, 8], "format": "VK_FORMAT_R32_SFLOAT"}
+    bindings = [{"set": 0, "id": i, "resource_ref": r} for i, r in enumerate(("a", "b", "c"))]
+    scenario_doc = {
+        "resources": [
+            {"graph": {"uid": "add", "src": "add.vgf"}},
+            {"shader": {"uid": "double", "src": "double.spv", "type": "SPIR-V", "entry": "main"}},
+            {"tensor": {"uid": "a", "src": "a.npy", "shader_access": "readonly", **tensor}},
+            {"tensor": {"uid": "b", "src": "b.npy", "shader_access": "readonly", **tensor}},
+            {"tensor": {"uid": "c", "dst": "c.npy", "shader_access": "readwrite", **tensor,
+                        "memory_group": {"id": "shared"}}},
+            {"buffer": {"uid": "c_bytes", "size": 512, "shader_access": "readonly", "memory_group": {"id": "shared"}}},
+            {"buffer": {"uid": "doubled", "size": 512, "shader_access": "writeonly", "dst": "doubled.npy"}},
+            {"tensor": {"uid": "d", "dst": "sub/d.npy", "shader_access": "writeonly", **tensor}},
+            {"memory_barrier": {"uid": "graph_to_compute", "src_access": "graph_write",
+                                "dst_access": "compute_shader_read", "src_stage": ["graph"], "dst_stage": ["compute"]}},
+        ],
+        "commands": [
+            {"dispatch_graph": {"graph_ref": "add", "bindings": bindings, "implicit_barrier": False}},
+            {"dispatch_barrier": {"memory_barrier_refs": ["graph_to_compute"], "image_barrier_refs": [],
+                                  "buffer_barrier_refs": []}},
+            {"dispatch_compute": {"shader_ref": "double", "rangeND": [128],
+                                  "bindings": [{"set": 0, "id": 0, "resource_ref": "c_bytes"},
+                                               {"set": 0, "id": 1, "resource_ref": "doubled"}]}},
+            {"dispatch_graph": {"graph_ref": "add", "bindings": [bindings[2] | {"id": 0}, bindings[1] | {"id": 1},
+                                                                 {"set": 0, "id": 2, "resource_ref": "d"}]}},
+            {"mark_boundary": {"resources": ["d"]}},
+        ],
+    }
+    path = folder / "scenario.json"
+    path.write_text(json.dumps(scenario_doc, indent=1))
+    return path
+
+
+def test_hand_written_scenario(tmp_path: Path) -> None:
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    scenario_json = _hand_written(folder)
+    for out in ("ref", "cpu", "vulkan"):
+        (tmp_path / out / "sub").mkdir(parents=True)
+    require_vulkan()
+    cmd, env = references.scenario_command(scenario_json, tmp_path / "ref")
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    plan = scenario.load(scenario_json, tmp_path / "cpu")
+    scenario.run(plan, "cpu", shaders={"double": double})
+    scenario.run(scenario.load(scenario_json, tmp_path / "vulkan"), "vulkan")
+    a, b = np.load(folder / "a.npy"), np.load(folder / "b.npy")
+    results = {}
+    for out in ("ref", "cpu", "vulkan"):
+        c = np.load(tmp_path / out / "c.npy")
+        doubled = np.load(tmp_path / out / "doubled.npy")
+        d = np.load(tmp_path / out / "sub" / "d.npy")
+        assert doubled.dtype == np.int8 and doubled.shape == (512,)
+        np.testing.assert_array_equal(c, a + b)
+        np.testing.assert_array_equal(doubled.view(np.float32).reshape(c.shape), 2 * (a + b))
+        np.testing.assert_array_equal(d, c + b)
+        results[out] = (c, doubled, d)
+    for out in ("cpu", "vulkan"):
+        for want, have in zip(results["ref"], results[out]):
+            assert want.dtype == have.dtype
+            np.testing.assert_array_equal(want, have)
