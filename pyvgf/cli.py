@@ -228,6 +228,8 @@ def _scenario(args: argparse.Namespace) -> int:
     path = args.scenario or args.file
     if not path or (args.scenario and args.file and args.scenario != args.file):
         raise SystemExit(f"{args.prog}: give one scenario file (FILE.json or --scenario FILE.json)")
+    if args.repeat < 1:
+        raise SystemExit(f"{args.prog}: the repeat count must be at least 1, got {args.repeat}")
     shaders = {}
     for module in args.shaders:
         shaders.update(runpy.run_path(module).get("SHADERS", {}))

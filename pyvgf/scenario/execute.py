@@ -259,7 +259,7 @@ class ScenarioRun:
                     union.join(key, alias.setdefault(group, key))
         for members in union.groups():
             memory = None
-            if len(members) > 1:
+            if len(members) > 1 or union.offset[members[0]]:
                 size = max(union.offset[k] + self._requirements(k).size for k in members)
                 memory = self.device.allocate_memory(size, label=f"memory of {members[0]!s}", device_local=self.local)
             for key in members:

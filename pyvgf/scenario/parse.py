@@ -416,7 +416,7 @@ def _commands(items: list, resources: dict[str, Resource]) -> tuple[Command, ...
     for n, item in enumerate(items):
         kind, body, path = _single(item, f"commands[{n}]", "commands")
         if kind in UNSUPPORTED_COMMANDS:
-            raise ScenarioError(f"{kind}: {UNSUPPORTED_COMMANDS[kind]} are not supported by pyvgf", path=path)
+            raise ScenarioError(f"{UNSUPPORTED_COMMANDS[kind]} are not supported by pyvgf", path=path)
         if kind == "dispatch_graph":
             obj = _Obj(body, path, ("graph_ref", "bindings", "push_constants", "implicit_barrier",
                                     "shader_substitutions"))
@@ -505,7 +505,7 @@ def parse(data: Any, base: str | os.PathLike = ".", output: str | os.PathLike | 
     for n, item in enumerate(items):
         kind, body, path = _single(item, f"resources[{n}]", "resources")
         if kind in UNSUPPORTED_RESOURCES:
-            raise ScenarioError(f"{kind}: {UNSUPPORTED_RESOURCES[kind]} are not supported by pyvgf", path=path)
+            raise ScenarioError(f"{UNSUPPORTED_RESOURCES[kind]} are not supported by pyvgf", path=path)
         fields = _RESOURCE_FIELDS.get(kind)
         if fields is None:
             known = ", ".join([*_RESOURCE_FIELDS, *UNSUPPORTED_RESOURCES])
