@@ -99,6 +99,8 @@ def _edit(doc: dict, path: str, value) -> dict:
         target = target[key]
     if value is KeyError:
         del target[keys[-1]]
+    elif isinstance(target, list) and keys[-1] == len(target):
+        target.append(value)
     else:
         target[keys[-1]] = value
     return doc
@@ -138,6 +140,9 @@ def _edit(doc: dict, path: str, value) -> dict:
     ("resources[0].graph.src", "missing.vgf", "resources[0].graph.src", "does not exist"),
     ("resources[1].tensor.src", "missing.npy", "resources[1].tensor.src", "does not exist"),
     ("resources[1].tensor.memory_group", {"id": "g1", "offset": 3}, "resources[1].tensor", "not a multiple of"),
+    ("resources[5]", {"buffer": {"uid": "huge", "size": 2**32 - 1, "shader_access": "readonly",
+                                 "memory_group": {"id": "h", "offset": 2**62}}}, "resources[5].buffer",
+     "more than this machine's memory"),
 ])
 def test_errors_name_the_json_path(tmp_path: Path, path: str, value, where: str, message: str) -> None:
     doc = _edit(_base(tmp_path), path, value)

@@ -24,6 +24,7 @@ from conftest_vulkan import require_vulkan
 from scenario_shaders import double
 
 from pyvgf import scenario
+from pyvgf.errors import ScenarioError
 from pyvgf.format import read
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -126,6 +127,72 @@ def test_real_model_template(real_model: Path, tmp_path: Path) -> None:
     scenario_json = _template(real_model, tmp_path / "scenario", seed=3)
     ref = _differ(scenario_json, tmp_path)
     assert all(a.dtype == np.int8 for a in ref.values())
+
+
+def scaling_shader() -> np.ndarray:
+    """The doubling shader of tests/conftest_runtime.py with its factor from push constants:
+    `layout(push_constant) uniform P { float k; }; out[x] = k * in[x]`, local size 1, storage
+    buffers at set 0 bindings 0 and 1 (SPIR-V 1.3, assembled word by word as there)."""
+    ids = iter(range(1, 100))
+    (void, fn, uint, f32, v3, p_in_v3, gid, rta, block, p_sb_block, src, dst, p_sb_f32, p_in_u32, c0, main, label,
+     px, x, pa, a, b, pb, pc_block, p_pc_block, pc, p_pc_f32, pk, k) = (next(ids) for _ in range(29))
+
+    def op(code: int, *operands: int) -> list[int]:
+        return [code | (len(operands) + 1) << 16, *operands]
+
+    words = [0x07230203, 0x00010300, 0, 30, 0]
+    words += op(17, 1) + op(14, 0, 1)  # OpCapability Shader, OpMemoryModel Logical GLSL450
+    words += op(15, 5, main, int.from_bytes(b"main", "little"), 0, gid)  # OpEntryPoint GLCompute
+    words += op(16, main, 17, 1, 1, 1)  # OpExecutionMode LocalSize 1 1 1
+    words += op(71, gid, 11, 28) + op(71, rta, 6, 4)  # BuiltIn GlobalInvocationId, ArrayStride 4
+    words += op(72, block, 0, 35, 0) + op(71, block, 2)  # member Offset 0, Block
+    words += op(72, pc_block, 0, 35, 0) + op(71, pc_block, 2)
+    for var, binding in ((src, 0), (dst, 1)):
+        words += op(71, var, 34, 0) + op(71, var, 33, binding)  # DescriptorSet 0, Binding n
+    words += op(19, void) + op(33, fn, void) + op(21, uint, 32, 0) + op(22, f32, 32)
+    words += op(23, v3, uint, 3) + op(32, p_in_v3, 1, v3) + op(59, p_in_v3, gid, 1)
+    words += op(29, rta, f32) + op(30, block, rta) + op(32, p_sb_block, 12, block)
+    words += op(59, p_sb_block, src, 12) + op(59, p_sb_block, dst, 12)
+    words += op(32, p_sb_f32, 12, f32) + op(32, p_in_u32, 1, uint)
+    words += op(30, pc_block, f32) + op(32, p_pc_block, 9, pc_block) + op(59, p_pc_block, pc, 9)  # PushConstant
+    words += op(32, p_pc_f32, 9, f32) + op(43, uint, c0, 0)
+    words += op(54, void, main, 0, fn) + op(248, label)
+    words += op(65, p_in_u32, px, gid, c0) + op(61, uint, x, px)  # x = gl_GlobalInvocationID.x
+    words += op(65, p_pc_f32, pk, pc, c0) + op(61, f32, k, pk)  # k = pc.k
+    words += op(65, p_sb_f32, pa, src, c0, x) + op(61, f32, a, pa)  # a = in[x]
+    words += op(133, f32, b, a, k)  # b = a * k
+    words += op(65, p_sb_f32, pb, dst, c0, x) + op(62, pb, b)  # out[x] = b
+    words += op(253) + op(56)  # OpReturn, OpFunctionEnd
+    return np.array(words, np.uint32)
+
+
+def test_compute_with_push_constants_on_vulkan(tmp_path: Path) -> None:
+    """dispatch_compute with push_data_ref (a raw_data .npy): vulkan only, the cpu backend's
+    stand-ins take no push constants (a ScenarioError naming the command, checked here too)."""
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    (folder / "scale.spv").write_bytes(scaling_shader().astype("<u4").tobytes())
+    x = np.random.default_rng(2).standard_normal(40).astype(np.float32)
+    np.save(folder / "x.npy", x)
+    np.save(folder / "k.npy", np.array([-3.5], np.float32))
+    doc = {
+        "resources": [
+            {"shader": {"uid": "scale", "src": "scale.spv", "type": "SPIR-V", "push_constants_size": 4}},
+            {"raw_data": {"uid": "k", "src": "k.npy"}},
+            {"buffer": {"uid": "x", "size": 160, "src": "x.npy", "shader_access": "readonly"}},
+            {"buffer": {"uid": "y", "size": 160, "dst": "y.npy", "shader_access": "writeonly"}},
+        ],
+        "commands": [{"dispatch_compute": {"shader_ref": "scale", "push_data_ref": "k", "rangeND": [40, 1, 1],
+                                           "bindings": [{"set": 0, "id": 0, "resource_ref": "x"},
+                                                        {"set": 0, "id": 1, "resource_ref": "y"}]}}],
+    }
+    scenario_json = folder / "scenario.json"
+    scenario_json.write_text(json.dumps(doc))
+    ref = _differ(scenario_json, tmp_path, backends=("vulkan",), exact_floats=True)
+    np.testing.assert_array_equal(ref["y.npy"].view(np.float32), x * np.float32(-3.5))
+    with pytest.raises(ScenarioError, match="push constants") as info:
+        scenario.run(scenario.load(scenario_json, tmp_path / "cpu"), "cpu", shaders={"scale": double})
+    assert info.value.path == "commands[0].dispatch_compute.push_data_ref"
 
 
 def _hand_written(folder: Path) -> Path:

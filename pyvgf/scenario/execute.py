@@ -15,6 +15,7 @@ bfloat16 as `V2` bytes; buffers as int8 bytes), in file order.
 from __future__ import annotations
 
 import json
+import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -49,6 +50,14 @@ def _wrap(path: str, exc: VGFError) -> ScenarioError:
     if isinstance(exc, ScenarioError):
         return exc
     return ScenarioError(f"{type(exc).__name__}: {exc}", path=path)
+
+
+def _memory_limit() -> int:
+    """The machine's physical memory in bytes: no scenario may ask for more."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**40
 
 
 def _npy(path: Path, where: str) -> np.ndarray:
@@ -257,10 +266,18 @@ class ScenarioRun:
                 union.add(key)
                 if group != NO_INDEX:
                     union.join(key, alias.setdefault(group, key))
-        for members in union.groups():
+        groups_sizes = [(members, max(union.offset[k] + self._requirements(k).size for k in members))
+                        for members in union.groups()]
+        total, limit = sum(size for _, size in groups_sizes), _memory_limit()
+        if total > limit:
+            members, size = max(groups_sizes, key=lambda g: g[1])
+            key = members[0]
+            where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
+            raise ScenarioError(f"the scenario's resources need {total} bytes, more than this machine's memory "
+                                f"({limit}); the largest, {size} bytes, is here", path=where)
+        for members, size in groups_sizes:
             memory = None
             if len(members) > 1 or union.offset[members[0]]:
-                size = max(union.offset[k] + self._requirements(k).size for k in members)
                 memory = self.device.allocate_memory(size, label=f"memory of {members[0]!s}", device_local=self.local)
             for key in members:
                 self.resources[key] = self._create(key, memory, union.offset[key])
