@@ -112,6 +112,16 @@ def test_template_of_generated_model(vgf_model, tmp_path: Path, name: str) -> No
     assert any(np.any(a) for a in ref.values())
 
 
+def test_dispatch_vgf_is_dispatch_graph(vgf_model, tmp_path: Path) -> None:
+    """scenario_runner 0.11 names the VGF dispatch dispatch_vgf; dispatch_graph is its old name."""
+    folder = tmp_path / "scenario"
+    scenario_json = _template(vgf_model("runtime_int8"), folder, seed=4)
+    doc = json.loads(scenario_json.read_text())
+    doc["commands"] = [{"dispatch_vgf": doc["commands"][0]["dispatch_graph"]}]
+    scenario_json.write_text(json.dumps(doc))
+    _differ(scenario_json, tmp_path)
+
+
 def test_template_of_segmented_model_with_compute(vgf_model, tmp_path: Path) -> None:
     """graph -> SPIR-V compute -> graph: the template substitutes the module's own code (written
     beside it by pyvgf); the cpu backend runs a Python stand-in found by module name."""
@@ -265,3 +275,12 @@ def test_hand_written_scenario(tmp_path: Path) -> None:
         for want, have in zip(results["ref"], results[out]):
             assert want.dtype == have.dtype
             np.testing.assert_array_equal(want, have)
+
+
+def test_glsl_module_on_vulkan_is_an_error_naming_the_command(vgf_model, tmp_path: Path) -> None:
+    """format_shaders substitutes GLSL and HLSL sources: the vulkan backend runs SPIR-V only."""
+    require_vulkan()
+    scenario_json = _template(vgf_model("format_shaders"), tmp_path / "scenario")
+    with pytest.raises(ScenarioError, match="GLSL source") as info:
+        scenario.run(scenario.load(scenario_json, tmp_path / "out"), "vulkan")
+    assert info.value.path == "commands[0].dispatch_graph"

@@ -39,7 +39,10 @@ UNSUPPORTED_COMMANDS = {
     "dispatch_fragment": "fragment pipelines",
     "dispatch_optical_flow": "optical flow",
     "dispatch_spirv_graph": "SPIR-V-only graphs (dispatch_graph of a VGF is supported)",
+    "dispatch_data_graph": "SPIR-V-only graphs (dispatch_graph of a VGF is supported)",
 }
+GRAPH_COMMANDS = ("dispatch_graph", "dispatch_vgf")
+"""The VGF dispatch: scenario_runner 0.11 prefers the name dispatch_vgf, dispatch_graph still works."""
 
 
 # -- the plan ---------------------------------------------------------------------------------
@@ -417,7 +420,7 @@ def _commands(items: list, resources: dict[str, Resource]) -> tuple[Command, ...
         kind, body, path = _single(item, f"commands[{n}]", "commands")
         if kind in UNSUPPORTED_COMMANDS:
             raise ScenarioError(f"{UNSUPPORTED_COMMANDS[kind]} are not supported by pyvgf", path=path)
-        if kind == "dispatch_graph":
+        if kind in GRAPH_COMMANDS:
             obj = _Obj(body, path, ("graph_ref", "bindings", "push_constants", "implicit_barrier",
                                     "shader_substitutions"))
             graph = _ref(resources, obj, "graph_ref", GraphResource)
@@ -470,7 +473,7 @@ def _commands(items: list, resources: dict[str, Resource]) -> tuple[Command, ...
                     raise ScenarioError(f"{uid!r} names no resource", path=f"{obj.at('resources')}[{i}]")
             commands.append(MarkBoundary(path, tuple(names)))
         else:
-            known = ["dispatch_graph", "dispatch_compute", "dispatch_barrier", "mark_boundary"]
+            known = [*GRAPH_COMMANDS, "dispatch_compute", "dispatch_barrier", "mark_boundary"]
             raise ScenarioError(f"unknown command {kind!r} (pyvgf runs {', '.join(known)})", path=f"commands[{n}]")
     return tuple(commands)
 
