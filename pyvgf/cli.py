@@ -5,6 +5,8 @@
     pyvgf run MODEL.vgf --random-inputs --seed 0
     pyvgf run --example
     pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
+    pyvgf scenario S.json --output DIR [--backend cpu] [--repeat N] [--dry-run] [--profiling-dump-path F]
+    pyvgf inspect MODEL.vgf --scenario-template DIR
 """
 
 from __future__ import annotations
@@ -51,6 +53,11 @@ def _inspect(args: argparse.Namespace) -> int:
                 np.save(out, array)
             else:
                 out.write_bytes(vgf.constants[index].data.tobytes())
+        return 0
+    if args.scenario_template is not None:
+        from .scenario import write_template
+
+        print(write_template(vgf, args.file, args.scenario_template, boundaries=args.scenario_template_add_boundaries))
         return 0
     if args.spirv is not None:
         from .spirv import disassemble
@@ -103,6 +110,11 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
         "--dump-constant", type=int, metavar="N", help="write constant N to -o FILE (.npy: typed array, else raw)"
     )
     p.add_argument("-o", "--output", help="output file of --dump-spirv / --dump-constant")
+    p.add_argument("--scenario-template", metavar="DIR",
+                   help="write vgf_dump's scenario template to DIR/<model>.json, with the VGF and zero-filled "
+                        "inputs under the placeholder names, so that DIR runs as it is")
+    p.add_argument("--scenario-template-add-boundaries", action="store_true",
+                   help="with --scenario-template: mark_boundary commands before and after the dispatch")
     p.set_defaults(func=_inspect)
 
 
@@ -232,6 +244,65 @@ def _add_bench(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_bench)
 
 
+def _scenario(args: argparse.Namespace) -> int:
+    import runpy
+
+    from . import scenario
+
+    path = args.scenario or args.file
+    if not path or (args.scenario and args.file and args.scenario != args.file):
+        raise SystemExit(f"{args.prog}: give one scenario file (FILE.json or --scenario FILE.json)")
+    if args.repeat < 1:
+        raise SystemExit(f"{args.prog}: the repeat count must be at least 1, got {args.repeat}")
+    shaders = {}
+    for module in args.shaders:
+        shaders.update(runpy.run_path(module).get("SHADERS", {}))
+    output = Path(args.output) if args.output else Path(path).parent
+    plan = scenario.load(path, output)
+    if not args.dry_run:
+        output.mkdir(parents=True, exist_ok=True)
+    result = scenario.run(plan, args.backend, repeat=args.repeat, dry_run=args.dry_run,
+                          profiling_dump_path=args.profiling_dump_path, shaders=shaders)
+    for out in result.outputs:
+        print(out)
+    return 0
+
+
+def _scenario_arguments(p: argparse.ArgumentParser, positional: bool) -> None:
+    if positional:
+        p.add_argument("file", nargs="?", help="the scenario JSON file")
+    p.add_argument("--scenario", required=not positional, metavar="FILE", help="the scenario JSON file")
+    p.add_argument("--output", metavar="DIR", help="folder of the dst files (default: the scenario's folder)")
+    p.add_argument("--backend", default="cpu", help="cpu (default) or vulkan")
+    p.add_argument("--repeat", type=int, default=1, help="run the commands N times (default 1)")
+    p.add_argument("--dry-run", action="store_true", help="set everything up; run and write nothing")
+    p.add_argument("--profiling-dump-path", metavar="FILE",
+                   help="write the setup and per-repeat times as JSON (format pyvgf-scenario-profile/1)")
+    p.add_argument("--shaders", action="append", default=[], metavar="FILE.py",
+                   help="Python file whose SHADERS dict maps shader uids or VGF compute module names to "
+                        "stand-ins for the cpu backend (repeatable)")
+    p.set_defaults(func=_scenario, file=None)
+
+
+def _add_scenario(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("scenario", help="run a scenario JSON file as Arm's scenario_runner does")
+    _scenario_arguments(p, positional=True)
+
+
+def scenario_runner_main(argv: list[str] | None = None) -> int:
+    """`pyvgf-scenario-runner`: `pyvgf scenario` with scenario_runner's flags only."""
+    parser = argparse.ArgumentParser(prog="pyvgf-scenario-runner",
+                                     description="Run a scenario JSON file as Arm's scenario_runner does.")
+    _scenario_arguments(parser, positional=False)
+    args = parser.parse_args(argv)
+    args.prog = parser.prog
+    try:
+        return args.func(args)
+    except (VGFError, ValueError, OSError) as exc:
+        print(f"{parser.prog}: {exc}", file=sys.stderr)
+        return 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
@@ -241,9 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     _add_run(sub)
     _add_doctor(sub)
     _add_bench(sub)
+    _add_scenario(sub)
     args, args.extra = parser.parse_known_args(argv)
     if args.extra and args.command != "bench":
         parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
+    args.prog = f"pyvgf {args.command}"
     try:
         return args.func(args)
     except (VGFError, ValueError, OSError) as exc:

@@ -39,3 +39,12 @@ class ModelInputError(VGFError, ValueError):
 
 class HalError(VGFError):
     """Wrong use of the Vulkan-shaped object layer, or a backend failure."""
+
+
+class ScenarioError(VGFError):
+    """A scenario file is malformed, refers to what it lacks, or asks for what pyvgf does not
+    support: the message starts with the JSON path of the entry (`commands[2].dispatch_compute`)."""
+
+    def __init__(self, message: str, *, path: str = ""):
+        self.path = path
+        super().__init__(f"{path}: {message}" if path else message)

@@ -1,0 +1,506 @@
+"""Run a `ScenarioPlan` on a HAL device, as scenario_runner runs the scenario on Vulkan.
+
+Setup (everything that does not depend on data, done once): each dispatched VGF is planned by
+the runtime's `Schedule` (pipelines, layouts; compute modules replaced by the scenario's shader
+substitutions), memory is shared by each scenario memory group and each VGF alias group (both
+may hold the same resource: they merge), the scenario's tensors and buffers and each VGF's
+intermediate resources are created, and one command buffer records every command in order:
+a VGF's segments with their bindings resolved through its model-sequence binding slots, compute
+dispatches with their push constants, a full barrier after each dispatch with `implicit_barrier`
+and for each `dispatch_barrier`. Then the `src` data is uploaded in file order, the command buffer
+is submitted `repeat` times, and every `dst` is written as .npy (tensors in their format's dtype,
+bfloat16 as `V2` bytes; buffers as int8 bytes), in file order.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from .. import hal
+from ..errors import HalError, ScenarioError, VGFError
+from ..format.model import NO_INDEX, VGF, ModuleType, Segment
+from ..runtime.schedule import Schedule
+from .parse import (
+    BufferResource,
+    DispatchBarrier,
+    DispatchCompute,
+    DispatchGraph,
+    GraphResource,
+    MarkBoundary,
+    RawData,
+    ScenarioPlan,
+    ShaderResource,
+    TensorResource,
+)
+
+PROFILE_FORMAT = "pyvgf-scenario-profile/1"
+
+_NPY_RAW = {"bfloat16": "V2", "float8_e4m3fn": "V1", "float8_e5m2": "u1"}
+"""Formats scenario_runner writes as raw bytes, not as numpy floats (their npy dtype)."""
+
+
+def _wrap(path: str, exc: VGFError) -> ScenarioError:
+    if isinstance(exc, ScenarioError):
+        return exc
+    return ScenarioError(f"{type(exc).__name__}: {exc}", path=path)
+
+
+def _memory_limit() -> int:
+    """The machine's physical memory in bytes: no scenario may ask for more."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 2**40
+
+
+def _npy(path: Path, where: str) -> np.ndarray:
+    try:
+        return np.load(path, allow_pickle=False)
+    except FileNotFoundError:
+        raise ScenarioError(f"{path} does not exist", path=where) from None
+    except (OSError, ValueError, EOFError) as exc:
+        raise ScenarioError(f"{path} is not a readable .npy file: {exc}", path=where) from None
+
+
+class _Substituting(Schedule):
+    """The runtime's Schedule, with compute modules replaced by the scenario's shaders."""
+
+    def __init__(self, vgf: VGF, device: hal.Device, modules: Mapping[str, hal.ShaderModule]):
+        self.substituted = dict(modules)
+        super().__init__(vgf, device)
+
+    def _module(self, seg: Segment, modules: dict, where: str) -> hal.ShaderModule:
+        if seg.type == ModuleType.COMPUTE and 0 <= seg.module_index < len(self.vgf.modules):
+            found = self.substituted.get(self.vgf.modules[seg.module_index].name)
+            if found is not None:
+                return found
+        return super()._module(seg, modules, where)
+
+
+@dataclass
+class _Union:
+    """Which resources share memory: union-find over keys, with each key's byte offset."""
+
+    parent: dict = field(default_factory=dict)
+    offset: dict = field(default_factory=dict)
+
+    def add(self, key, offset: int = 0) -> None:
+        self.parent.setdefault(key, key)
+        self.offset.setdefault(key, offset)
+
+    def find(self, key):
+        while self.parent[key] != key:
+            self.parent[key] = self.parent[self.parent[key]]
+            key = self.parent[key]
+        return key
+
+    def join(self, a, b) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+    def groups(self) -> list[list]:
+        found: dict = {}
+        for key in self.parent:
+            found.setdefault(self.find(key), []).append(key)
+        return list(found.values())
+
+
+class ScenarioRun:
+    """The HAL objects of one scenario on one device, set up once; `run()` submits them."""
+
+    def __init__(self, plan: ScenarioPlan, device: hal.Device,
+                 shaders: Mapping[str, hal.PythonShader] | None = None):
+        self.plan = plan
+        self.device = device
+        self.local = device.prefers_device_local
+        self.stand_ins = dict(shaders or {})
+        self.vgfs: dict[str, VGF] = {}
+        self.schedules: dict[str, Schedule] = {}
+        self.resources: dict[object, hal.Tensor | hal.Buffer] = {}
+        """Scenario tensors and buffers by uid, VGF intermediates by (graph uid, MRT index)."""
+        self._plan_graphs()
+        self._create_resources()
+        self.command_buffer = self._record()
+
+    # -- setup
+
+    def _shader_module(self, uid: str, target: str = "") -> hal.ShaderModule:
+        shader = self.plan.resources[uid]
+        assert isinstance(shader, ShaderResource)
+        name = target if target and not self._has_stand_in(uid) else uid
+        try:
+            if shader.type == "spirv":
+                raw = shader.src.read_bytes()
+                if len(raw) % 4:
+                    raise ScenarioError(f"{shader.src} holds {len(raw)} bytes, not whole SPIR-V words",
+                                        path=f"{shader.path}.src")
+                code = np.frombuffer(raw, "<u4")
+            else:
+                code = shader.src.read_text()
+        except FileNotFoundError:
+            raise ScenarioError(f"{shader.src} does not exist", path=f"{shader.path}.src") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ScenarioError(f"cannot read {shader.src}: {exc}", path=f"{shader.path}.src") from None
+        try:
+            return self.device.create_shader_module(code, name=name, language=shader.type, label=uid)
+        except HalError as exc:
+            raise _wrap(f"{shader.path}.src", exc) from None
+
+    def _has_stand_in(self, name: str) -> bool:
+        try:
+            hal.find_shader(name, self.stand_ins)
+        except HalError:
+            return False
+        return True
+
+    def _plan_graphs(self) -> None:
+        from ..format import read
+
+        for command in self.plan.commands:
+            if not isinstance(command, DispatchGraph) or command.graph in self.schedules:
+                continue
+            graph = self.plan.resources[command.graph]
+            assert isinstance(graph, GraphResource)
+            where = f"{graph.path}.src"
+            try:
+                vgf = read(graph.src)
+            except FileNotFoundError:
+                raise ScenarioError(f"{graph.src} does not exist", path=where) from None
+            except OSError as exc:
+                raise ScenarioError(f"cannot read {graph.src}: {exc.strerror or exc}", path=where) from None
+            except VGFError as exc:
+                raise _wrap(where, exc) from None
+            names = {m.name for m in vgf.modules if m.type == ModuleType.COMPUTE}
+            for target in command.substitutions:
+                if target not in names:
+                    raise ScenarioError(f"target {target!r} is no compute module of {graph.src.name} "
+                                        f"(it has {sorted(names)})", path=f"{command.path}.shader_substitutions")
+            for target in command.push_constants:
+                if target not in names:
+                    raise ScenarioError(f"shader_target {target!r} is no compute module of {graph.src.name}",
+                                        path=f"{command.path}.push_constants")
+            modules = {t: self._shader_module(uid, t) for t, uid in command.substitutions.items()}
+            try:
+                self.schedules[command.graph] = _Substituting(vgf, self.device, modules)
+            except VGFError as exc:
+                raise _wrap(command.path, exc) from None
+            self.vgfs[command.graph] = vgf
+
+    def _interface(self, command: DispatchGraph) -> dict[int, str]:
+        """MRT index -> scenario uid of every model input and output the command binds."""
+        vgf = self.vgfs[command.graph]
+        slots = {}
+        for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
+            for k, slot in enumerate(entries):
+                slots.setdefault(slot.binding, (direction, k, slot.mrt_index))
+        found: dict[int, str] = {}
+        for b in command.bindings:
+            if b.id not in slots:
+                continue
+            direction, k, mrt = slots[b.id]
+            self._check_interface(self.schedules[command.graph], mrt, b.resource, f"{direction} {k}", b.path)
+            found[mrt] = b.resource
+        for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
+            for k, slot in enumerate(entries):
+                if slot.mrt_index not in found:
+                    raise ScenarioError(f"binds nothing to the VGF's {direction} {k} (binding id {slot.binding})",
+                                        path=f"{command.path}.bindings")
+        return found
+
+    def _check_interface(self, schedule: Schedule, mrt: int, uid: str, what: str, where: str) -> None:
+        given = self.plan.resources[uid]
+        desc = schedule.descriptions[mrt]
+        if schedule.is_tensor[mrt]:
+            if not isinstance(given, TensorResource):
+                raise ScenarioError(f"the VGF's {what} is a tensor, {uid!r} is not", path=where)
+            if given.dims != desc.shape or given.format != desc.format:
+                raise ScenarioError(f"the VGF's {what} is {desc}, tensor {uid!r} is "
+                                    f"{hal.TensorDescription(given.format, given.dims)}", path=where)
+        else:
+            if not isinstance(given, BufferResource):
+                raise ScenarioError(f"the VGF's {what} is a buffer, {uid!r} is not", path=where)
+            if given.size != desc.nbytes:
+                raise ScenarioError(f"the VGF's {what} is a buffer of {desc.nbytes} bytes, {uid!r} has "
+                                    f"{given.size}", path=where)
+
+    def _requirements(self, key) -> hal.MemoryRequirements:
+        if isinstance(key, tuple):
+            return self.schedules[key[0]].requirements[key[1]]
+        r = self.plan.resources[key]
+        if isinstance(r, TensorResource):
+            return self.device.get_tensor_memory_requirements(self._description(r))
+        return self.device.get_buffer_memory_requirements(r.size)
+
+    def _description(self, r: TensorResource) -> hal.TensorDescription:
+        tiling = hal.TensorTiling.OPTIMAL if r.tiling == "OPTIMAL" else hal.TensorTiling.LINEAR
+        try:
+            return self.device.tensor_description(r.format, r.dims, tiling=tiling)
+        except HalError as exc:
+            raise _wrap(r.path, exc) from None
+
+    def _create_resources(self) -> None:
+        union = _Union()
+        groups: dict[str, str] = {}
+        for uid, r in self.plan.resources.items():
+            if isinstance(r, (TensorResource, BufferResource)):
+                union.add(uid, r.memory_group.offset if r.memory_group else 0)
+                if r.memory_group:
+                    first = groups.setdefault(r.memory_group.id, uid)
+                    union.join(uid, first)
+        self.interfaces: dict[str, dict[int, str]] = {}
+        for command in self.plan.commands:
+            if not isinstance(command, DispatchGraph):
+                continue
+            interface = self.interfaces[command.path] = self._interface(command)
+            schedule = self.schedules[command.graph]
+            alias: dict[int, object] = {}
+            for mrt in schedule.used:
+                group = schedule.vgf.resources[mrt].alias_group_id
+                key = interface.get(mrt, (command.graph, mrt))
+                union.add(key)
+                if group != NO_INDEX:
+                    union.join(key, alias.setdefault(group, key))
+        groups_sizes = [(members, max(union.offset[k] + self._requirements(k).size for k in members))
+                        for members in union.groups()]
+        total, limit = sum(size for _, size in groups_sizes), _memory_limit()
+        if total > limit:
+            members, size = max(groups_sizes, key=lambda g: g[1])
+            key = members[0]
+            where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
+            raise ScenarioError(f"the scenario's resources need {total} bytes, more than this machine's memory "
+                                f"({limit}); the largest, {size} bytes, is here", path=where)
+        for members, size in groups_sizes:
+            memory = None
+            if len(members) > 1 or union.offset[members[0]]:
+                memory = self.device.allocate_memory(size, label=f"memory of {members[0]!s}", device_local=self.local)
+            for key in members:
+                self.resources[key] = self._create(key, memory, union.offset[key])
+
+    def _create(self, key, memory: hal.DeviceMemory | None, offset: int) -> hal.Tensor | hal.Buffer:
+        try:
+            if isinstance(key, tuple):
+                schedule = self.schedules[key[0]]
+                desc = schedule.descriptions[key[1]]
+                label = f"{key[0]} MRT {key[1]}"
+                if schedule.is_tensor[key[1]]:
+                    return self.device.create_tensor(desc.format, desc.shape, desc.strides, desc.usage, memory=memory,
+                                                     memory_offset=offset, device_local=self.local, label=label)
+                return self.device.create_buffer(desc.nbytes, memory=memory, memory_offset=offset,
+                                                 device_local=self.local, label=label)
+            r = self.plan.resources[key]
+            if isinstance(r, TensorResource):
+                d = self._description(r)
+                return self.device.create_tensor(d.format, d.shape, usage=d.usage, tiling=d.tiling, memory=memory,
+                                                 memory_offset=offset, device_local=self.local, label=key)
+            return self.device.create_buffer(r.size, memory=memory, memory_offset=offset, device_local=self.local,
+                                             label=key)
+        except HalError as exc:
+            where = self.plan.resources[key].path if not isinstance(key, tuple) else self.plan.resources[key[0]].path
+            raise _wrap(where, exc) from None
+
+    # -- recording
+
+    def _binding_view(self, key):
+        res = self.resources[key]
+        return res.create_view() if isinstance(res, hal.Tensor) else res
+
+    def _push(self, encoder: hal.CommandEncoder, layout: hal.PipelineLayout, uid: str | None, where: str) -> None:
+        if uid is None:
+            return
+        raw = self.plan.resources[uid]
+        assert isinstance(raw, RawData)
+        data = np.ascontiguousarray(_npy(raw.src, f"{raw.path}.src")).tobytes()
+        try:
+            encoder.push_constants(layout, hal.ShaderStage.COMPUTE, 0, data)
+        except HalError as exc:
+            raise _wrap(where, exc) from None
+
+    def _record(self) -> hal.CommandBuffer:
+        encoder = self.device.create_command_encoder(label=str(self.plan.file or "scenario"))
+        for command in self.plan.commands:
+            try:
+                if isinstance(command, DispatchGraph):
+                    self._record_graph(encoder, command)
+                elif isinstance(command, DispatchCompute):
+                    self._record_compute(encoder, command)
+                elif isinstance(command, (DispatchBarrier, MarkBoundary)):
+                    encoder.barrier()
+            except HalError as exc:
+                raise _wrap(command.path, exc) from None
+        return encoder.finish()
+
+    def _record_graph(self, encoder: hal.CommandEncoder, command: DispatchGraph) -> None:
+        schedule = self.schedules[command.graph]
+        interface = self.interfaces[command.path]
+        views = {}
+        for n, plan in enumerate(schedule.segments):
+            graph = isinstance(plan.pipeline, hal.DataGraphPipeline)
+            point = hal.PipelineBindPoint.DATA_GRAPH if graph else hal.PipelineBindPoint.COMPUTE
+            encoder.bind_pipeline(plan.pipeline)
+            for index, bindings in plan.sets.items():
+                resources = {}
+                for b, mrt in bindings.items():
+                    key = interface.get(mrt, (command.graph, mrt))
+                    if key not in views:
+                        views[key] = self._binding_view(key)
+                    resources[b] = views[key]
+                dset = self.device.create_descriptor_set(plan.layout.set_layouts[index], resources)
+                encoder.bind_descriptor_set(point, plan.layout, index, dset)
+            if graph:
+                encoder.dispatch_data_graph(self._session(plan.pipeline))
+            else:
+                module = schedule.vgf.modules[plan.segment.module_index].name
+                self._push(encoder, plan.layout, command.push_constants.get(module), f"{command.path}.push_constants")
+                encoder.dispatch(*plan.segment.dispatch_shape)
+            if command.implicit_barrier:
+                encoder.barrier()
+
+    def _record_compute(self, encoder: hal.CommandEncoder, command: DispatchCompute) -> None:
+        shader = self.plan.resources[command.shader]
+        assert isinstance(shader, ShaderResource)
+        sets: dict[int, dict[int, object]] = {}
+        for b in command.bindings:
+            sets.setdefault(b.set, {})[b.id] = b.resource
+        layouts = []
+        for index in range(max(sets, default=-1) + 1):
+            bindings = [hal.DescriptorSetLayoutBinding(
+                binding, hal.DescriptorType.TENSOR if isinstance(self.plan.resources[uid], TensorResource)
+                else hal.DescriptorType.STORAGE_BUFFER) for binding, uid in sorted(sets.get(index, {}).items())]
+            layouts.append(self.device.create_descriptor_set_layout(bindings))
+        push_size = shader.push_constants_size
+        if command.push_data is not None and not push_size:
+            raw = self.plan.resources[command.push_data]
+            push_size = _npy(raw.src, f"{raw.path}.src").nbytes
+        ranges = [hal.PushConstantRange(hal.ShaderStage.COMPUTE, 0, push_size)] if push_size else []
+        layout = self.device.create_pipeline_layout(layouts, ranges)
+        module = self._shader_module(command.shader)
+        pipeline = self.device.create_compute_pipeline(module, shader.entry, layout, label=command.shader)
+        encoder.bind_pipeline(pipeline)
+        for index, bindings in sets.items():
+            dset = self.device.create_descriptor_set(layouts[index], {b: self._binding_view(uid)
+                                                                      for b, uid in bindings.items()})
+            encoder.bind_descriptor_set(hal.PipelineBindPoint.COMPUTE, layout, index, dset)
+        self._push(encoder, layout, command.push_data, f"{command.path}.push_data_ref")
+        encoder.dispatch(*command.range_nd)
+        if command.implicit_barrier:
+            encoder.barrier()
+
+    def _session(self, pipeline: hal.DataGraphPipeline) -> hal.DataGraphSession:
+        session = self.device.create_data_graph_session(pipeline)
+        for req in session.bind_point_requirements:
+            for i in range(req.num_objects):
+                size = session.memory_requirements(req.bind_point, i).size
+                if size:
+                    session.bind_memory(self.device.allocate_memory(size, device_local=self.local), 0,
+                                        req.bind_point, i)
+        return session
+
+    # -- running
+
+    def upload(self) -> None:
+        """Write each resource's `src` data (in file order: a later one wins where memory is shared)."""
+        queue = self.device.queue
+        for uid, r in self.plan.resources.items():
+            if not isinstance(r, (TensorResource, BufferResource)) or r.src is None:
+                continue
+            where = f"{r.path}.src"
+            raw = np.ascontiguousarray(_npy(r.src, where)).reshape(-1).view(np.uint8)
+            res = self.resources[uid]
+            if isinstance(res, hal.Tensor):
+                nbytes = int(np.prod(res.shape)) * res.dtype.itemsize
+                if raw.size != nbytes:
+                    raise ScenarioError(f"{r.src} holds {raw.size} bytes of data, tensor {uid!r} ({res.description}) "
+                                        f"takes {nbytes}", path=where)
+                queue.write_tensor(res, raw.view(res.dtype).reshape(res.shape))
+            else:
+                if raw.size > res.size:
+                    raise ScenarioError(f"{r.src} holds {raw.size} bytes of data, buffer {uid!r} has {res.size}",
+                                        path=where)
+                queue.write_buffer(res, raw)
+
+    def run(self, repeat: int = 1) -> list[float]:
+        """Submit the command buffer `repeat` times, each after the last finished; returns the
+        seconds each took (submit to fence)."""
+        times = []
+        for _ in range(repeat):
+            start = time.perf_counter()
+            self.device.queue.submit([self.command_buffer]).wait()
+            times.append(time.perf_counter() - start)
+        return times
+
+    def save(self) -> list[Path]:
+        """Write every `dst` as scenario_runner does; returns the paths, in file order."""
+        written = []
+        queue = self.device.queue
+        for r in self.plan.outputs():
+            res = self.resources[r.uid]
+            if isinstance(res, hal.Tensor):
+                array = queue.read_tensor(res)
+                raw = _NPY_RAW.get(array.dtype.name)
+                if raw is not None:
+                    array = array.view(raw)
+            else:
+                array = queue.read_buffer(res).view(np.int8)
+            try:
+                with open(r.dst, "wb") as f:
+                    np.save(f, array, allow_pickle=False)
+            except OSError as exc:
+                raise ScenarioError(f"cannot write {r.dst}: {exc.strerror or exc}", path=f"{r.path}.dst") from None
+            written.append(r.dst)
+        return written
+
+
+@dataclass(frozen=True)
+class ScenarioResult:
+    """What `run` did: the files written and the seconds each repeat took."""
+
+    outputs: list[Path]
+    setup_s: float
+    repeat_s: list[float]
+
+
+def run(plan: ScenarioPlan, backend: str = "cpu", *, repeat: int = 1, dry_run: bool = False,
+        profiling_dump_path: str | Path | None = None, shaders: Mapping[str, hal.PythonShader] | None = None,
+        adapter_options: Mapping[str, object] | None = None) -> ScenarioResult:
+    """Run a scenario plan on `backend` as `scenario_runner --repeat N [--dry-run]` does: set up,
+    upload the `src` data, run the commands `repeat` times, write each `dst`. `dry_run` sets
+    everything up and runs and writes nothing. `shaders` are Python stand-ins for compute shaders
+    on the cpu backend, by shader uid or VGF module name."""
+    if repeat < 1:
+        raise ScenarioError(f"the repeat count must be at least 1, got {repeat}")
+    start = time.perf_counter()
+    adapter = hal.request_adapter(backend, **(adapter_options or {}))
+    try:
+        device = adapter.request_device(shaders=shaders)
+        try:
+            scenario = ScenarioRun(plan, device, shaders)
+            setup = time.perf_counter() - start
+            times, outputs = [], []
+            if not dry_run:
+                scenario.upload()
+                times = scenario.run(repeat)
+                outputs = scenario.save()
+        finally:
+            device.destroy()
+    finally:
+        adapter.destroy()
+    result = ScenarioResult(outputs, setup, times)
+    if profiling_dump_path is not None:
+        _write_profile(Path(profiling_dump_path), plan, backend, result, dry_run)
+    return result
+
+
+def _write_profile(path: Path, plan: ScenarioPlan, backend: str, result: ScenarioResult, dry_run: bool) -> None:
+    profile = {"format": PROFILE_FORMAT, "scenario": str(plan.file) if plan.file else None, "backend": backend,
+               "dry_run": dry_run, "setup_s": result.setup_s,
+               "iterations": [{"iteration": i, "wall_s": s} for i, s in enumerate(result.repeat_s)]}
+    try:
+        path.write_text(json.dumps(profile, indent=2) + "\n")
+    except OSError as exc:
+        raise ScenarioError(f"cannot write the profile {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,273 @@
+"""pyvgf.scenario: the template equals vgf_dump's, malformed files are ScenarioErrors naming the
+JSON path (fuzzed), and the CLI takes scenario_runner's flags. The runs against scenario_runner
+are in test_scenario_differential.py."""
+
+from __future__ import annotations
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import fixtures  # tools/fixtures.py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pyvgf import scenario
+from pyvgf.errors import ScenarioError, VGFError
+from pyvgf.format import read
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = sorted(p.stem for p in fixtures.MODELS.glob("*.mlir"))
+
+
+def _vgf_dump_template(vgf: Path, tmp_path: Path, *extra: str) -> str:
+    out = tmp_path / "vgf_dump.json"
+    subprocess.run([fixtures.tool("vgf_dump"), "-i", str(vgf), "--scenario-template", "-o", str(out), *extra],
+                   check=True, capture_output=True)
+    return out.read_text()
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_template_equals_vgf_dump(vgf_model, tmp_path: Path, name: str) -> None:
+    vgf = vgf_model(name)
+    want = _vgf_dump_template(vgf, tmp_path)
+    got = scenario.template(read(vgf), vgf.name)
+    assert got == json.loads(want)
+    assert scenario.template.__module__ and scenario.write_template(read(vgf), vgf, tmp_path / "t").read_text() == want
+
+
+def test_template_with_boundaries_and_real_models(real_model: Path, tmp_path: Path) -> None:
+    want = _vgf_dump_template(real_model, tmp_path, "--scenario-template-add-boundaries")
+    assert scenario.template(read(real_model), real_model.name, boundaries=True) == json.loads(want)
+
+
+def test_inspect_scenario_template_folder_runs(vgf_model, tmp_path: Path) -> None:
+    vgf = vgf_model("format_compute_sets")
+    out = subprocess.run([sys.executable, "-m", "pyvgf", "inspect", str(vgf), "--scenario-template", str(tmp_path)],
+                         check=True, capture_output=True, text=True, cwd=ROOT).stdout.strip()
+    doc = json.loads(Path(out).read_text())
+    assert doc == json.loads(_vgf_dump_template(vgf, tmp_path))
+    for entry in doc["resources"]:
+        ((kind, body),) = entry.items()
+        if "src" in body:
+            assert (tmp_path / body["src"]).is_file()
+        if kind == "buffer" and "src" in body:
+            array = np.load(tmp_path / body["src"])
+            assert array.nbytes == body["size"] and not array.any()
+    assert (tmp_path / vgf.name).read_bytes() == vgf.read_bytes()
+
+
+# -- parsing: clear errors naming the JSON path ------------------------------------------------
+
+
+def _base(tmp_path: Path) -> dict:
+    vgf = fixtures.model("add_f32")
+    np.save(tmp_path / "a.npy", np.ones((1, 4, 4, 8), np.float32))
+    tensor = {"dims": [1, 4, 4, 8], "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "readonly"}
+    return {
+        "resources": [
+            {"graph": {"uid": "g", "src": str(vgf)}},
+            {"tensor": {"uid": "a", "src": "a.npy", **tensor}},
+            {"tensor": {"uid": "b", "src": "a.npy", **tensor}},
+            {"tensor": {"uid": "c", "dst": "c.npy", **tensor}},
+            {"memory_barrier": {"uid": "m", "src_access": "graph_write", "dst_access": "memory_read"}},
+        ],
+        "commands": [
+            {"dispatch_graph": {"graph_ref": "g", "bindings": [{"set": 0, "id": i, "resource_ref": r}
+                                                               for i, r in enumerate("abc")]}},
+            {"dispatch_barrier": {"memory_barrier_refs": ["m"], "image_barrier_refs": [], "buffer_barrier_refs": []}},
+        ],
+    }
+
+
+def test_base_scenario_runs_on_cpu(tmp_path: Path) -> None:
+    plan = scenario.parse(_base(tmp_path), tmp_path)
+    result = scenario.run(plan, "cpu", repeat=2)
+    assert result.outputs == [tmp_path / "c.npy"] and len(result.repeat_s) == 2
+    np.testing.assert_array_equal(np.load(tmp_path / "c.npy"), np.full((1, 4, 4, 8), 2, np.float32))
+
+
+def _edit(doc: dict, path: str, value) -> dict:
+    doc = copy.deepcopy(doc)
+    keys = [int(k) if k.isdigit() else k for k in path.replace("[", ".").replace("]", "").split(".")]
+    target = doc
+    for key in keys[:-1]:
+        target = target[key]
+    if value is KeyError:
+        del target[keys[-1]]
+    elif isinstance(target, list) and keys[-1] == len(target):
+        target.append(value)
+    else:
+        target[keys[-1]] = value
+    return doc
+
+
+@pytest.mark.parametrize(("path", "value", "where", "message"), [
+    ("commands[0].dispatch_graph.push_constants", [{"push_data_ref": "x", "shader_target": "t"}],
+     "commands[0].dispatch_graph.push_constants[0].push_data_ref", "names no raw_data resource"),
+    ("commands[1]", {"dispatch_optical_flow": {}}, "commands[1].dispatch_optical_flow", "not supported"),
+    ("commands[1]", {"dispatch_spirv_graph": {}}, "commands[1].dispatch_spirv_graph", "not supported"),
+    ("commands[1]", {"launch": {}}, "commands[1]", "unknown command 'launch'"),
+    ("commands[1]", {"dispatch_barrier": {}, "mark_boundary": {}}, "commands[1]", "exactly one kind"),
+    ("resources[1].tensor.dims", [1, 0], "resources[1].tensor.dims[1]", "must be in 1.."),
+    ("resources[1].tensor.dims", "4", "resources[1].tensor.dims", "must be an array"),
+    ("resources[1].tensor.format", "VK_FORMAT_R8G8B8A8_UNORM", "resources[1].tensor.format", "one-component"),
+    ("resources[1].tensor.format", "R32", "resources[1].tensor.format", "not a VkFormat name"),
+    ("resources[1].tensor.shader_access", "sometimes", "resources[1].tensor.shader_access", "must be one of"),
+    ("resources[1].tensor.uid", "b", "resources[2].tensor.uid", "used twice"),
+    ("resources[1].tensor.colour", 1, "resources[1].tensor", "unknown field 'colour'"),
+    ("resources[1].tensor.uid", KeyError, "resources[1].tensor", "missing required field 'uid'"),
+    ("resources[4]", {"image": {}}, "resources[4].image", "not supported"),
+    ("resources[4]", {"shader": {"uid": "s", "src": "s.spv", "type": "SPIR-V", "specialization_constants":
+                                 [{"id": 0, "value": 1}]}}, "resources[4].shader.specialization_constants",
+     "not supported"),
+    ("commands[0].dispatch_graph.bindings[2].resource_ref", "m", "commands[0].dispatch_graph.bindings[2]",
+     "names no tensor or buffer"),
+    ("commands[0].dispatch_graph.bindings[2].id", 1, "commands[0].dispatch_graph.bindings[2]", "bound twice"),
+    ("commands[0].dispatch_graph.bindings[2].id", 7, "commands[0].dispatch_graph.bindings",
+     "binds nothing to the VGF's output 0"),
+    ("commands[0].dispatch_graph.bindings[1]", KeyError, "commands[0].dispatch_graph.bindings",
+     "binds nothing to the VGF's input 1"),
+    ("commands[0].dispatch_graph.implicit_barrier", "yes", "commands[0].dispatch_graph.implicit_barrier",
+     "true or false"),
+    ("commands[1].dispatch_barrier.memory_barrier_refs", ["a"], "commands[1].dispatch_barrier.memory_barrier_refs[0]",
+     "names no memory_barrier"),
+    ("resources[3].tensor.dims", [1, 4, 4, 9], "commands[0].dispatch_graph.bindings[2]", "R32_SFLOAT[1x4x4x8]"),
+    ("resources[0].graph.src", "missing.vgf", "resources[0].graph.src", "does not exist"),
+    ("resources[1].tensor.src", "missing.npy", "resources[1].tensor.src", "does not exist"),
+    ("resources[1].tensor.memory_group", {"id": "g1", "offset": 3}, "resources[1].tensor", "not a multiple of"),
+    ("resources[5]", {"buffer": {"uid": "huge", "size": 2**32 - 1, "shader_access": "readonly",
+                                 "memory_group": {"id": "h", "offset": 2**62}}}, "resources[5].buffer",
+     "more than this machine's memory"),
+])
+def test_errors_name_the_json_path(tmp_path: Path, path: str, value, where: str, message: str) -> None:
+    doc = _edit(_base(tmp_path), path, value)
+    with pytest.raises(ScenarioError) as info:
+        scenario.run(scenario.parse(doc, tmp_path), "cpu")
+    assert info.value.path == where
+    assert message in str(info.value)
+
+
+def test_push_constants_on_cpu_are_refused_with_their_path(tmp_path: Path) -> None:
+    vgf = fixtures.model("runtime_segments")
+    np.save(tmp_path / "pc.npy", np.arange(4, dtype=np.uint32))
+    doc = json.loads(json.dumps(scenario.template(read(vgf), str(vgf))))
+    doc["resources"].append({"raw_data": {"uid": "pc", "src": "pc.npy"}})
+    (sub,) = doc["commands"][0]["dispatch_graph"]["shader_substitutions"]
+    doc["commands"][0]["dispatch_graph"]["shader_substitutions"] = []
+    doc["commands"][0]["dispatch_graph"]["push_constants"] = [{"push_data_ref": "pc", "shader_target": sub["target"]}]
+    for entry in doc["resources"]:
+        body = next(iter(entry.values()))
+        if "dims" in body and "src" in body:
+            np.save(tmp_path / "in.npy", np.zeros(body["dims"], np.float32))
+            body["src"] = "in.npy"
+    from scenario_shaders import SHADERS
+
+    with pytest.raises(ScenarioError, match="push") as info:
+        scenario.run(scenario.parse(doc, tmp_path), "cpu", shaders=SHADERS)
+    assert info.value.path.startswith("commands[0].dispatch_graph")
+
+
+def test_bad_json_file_and_nothing_modified(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('{"resources": [')
+    with pytest.raises(ScenarioError, match="not valid JSON") as info:
+        scenario.load(path)
+    assert info.value.path == str(path)
+    assert path.read_text() == '{"resources": ['
+
+
+# -- fuzzing: whatever the file holds, a ScenarioError or a run ------------------------------
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
+                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                 max_size=3), max_leaves=8)
+
+
+def _paths(value, prefix=()):
+    yield prefix
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            yield from _paths(v, (*prefix, i))
+
+
+@st.composite
+def _mutated(draw, base: dict) -> dict:
+    doc = copy.deepcopy(base)
+    for _ in range(draw(st.integers(1, 3))):
+        paths = [p for p in _paths(doc) if p]
+        if not paths:
+            break
+        path = draw(st.sampled_from(paths))
+        parent = doc
+        for key in path[:-1]:
+            parent = parent[key]
+        action = draw(st.sampled_from(["replace", "delete", "add"]))
+        if action == "delete":
+            del parent[path[-1]]
+        elif action == "replace":
+            parent[path[-1]] = draw(_JSON | st.sampled_from(["a", "g", "m", "c", -1, 0, 2**32, [], {}]))
+        elif isinstance(parent[path[-1]], dict):
+            parent[path[-1]][draw(st.text(max_size=6))] = draw(_JSON)
+        elif isinstance(parent[path[-1]], list):
+            parent[path[-1]].append(draw(_JSON))
+    return doc
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_scenarios_give_clear_errors(tmp_path: Path, data) -> None:
+    doc = data.draw(_mutated(_base(tmp_path)))
+    try:
+        plan = scenario.parse(doc, tmp_path)
+    except ScenarioError as exc:
+        assert exc.path and str(exc).startswith(exc.path)
+        return
+    try:
+        scenario.run(plan, "cpu", dry_run=True)
+    except VGFError as exc:
+        assert str(exc)
+
+
+# -- the command lines --------------------------------------------------------------------------
+
+
+def _cli(*args: str, module: str = "pyvgf") -> subprocess.CompletedProcess:
+    code = ("import sys; from pyvgf.cli import scenario_runner_main as m; sys.exit(m(sys.argv[1:]))"
+            if module == "runner" else "import sys; from pyvgf.cli import main; sys.exit(main(sys.argv[1:]))")
+    return subprocess.run([sys.executable, "-c", code, *args], check=False, capture_output=True, text=True, cwd=ROOT)
+
+
+def test_scenario_runner_flags(tmp_path: Path) -> None:
+    (tmp_path / "s.json").write_text(json.dumps(_base(tmp_path)))
+    dry = _cli("--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "dry"), "--dry-run", module="runner")
+    assert dry.returncode == 0, dry.stderr
+    assert not (tmp_path / "dry" / "c.npy").exists()
+    profile = tmp_path / "profile.json"
+    run = _cli("--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "out"), "--repeat", "3",
+               "--profiling-dump-path", str(profile), module="runner")
+    assert run.returncode == 0, run.stderr
+    assert np.load(tmp_path / "out" / "c.npy").sum() == 2 * 128
+    doc = json.loads(profile.read_text())
+    assert doc["format"] == scenario.PROFILE_FORMAT and [i["iteration"] for i in doc["iterations"]] == [0, 1, 2]
+    same = _cli("scenario", "--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "o2"))
+    assert same.returncode == 0 and (tmp_path / "o2" / "c.npy").is_file()
+
+
+def test_cli_errors_are_one_line(tmp_path: Path) -> None:
+    doc = _edit(_base(tmp_path), "commands[1]", {"dispatch_fragment": {}})
+    (tmp_path / "s.json").write_text(json.dumps(doc))
+    for proc in (_cli("scenario", str(tmp_path / "s.json")), _cli("--scenario", str(tmp_path / "s.json"),
+                                                                  module="runner")):
+        assert proc.returncode == 1
+        assert "Traceback" not in proc.stderr
+        assert "commands[1].dispatch_fragment: fragment pipelines are not supported" in proc.stderr
+    bad = _cli("--scenario", str(tmp_path / "s.json"), "--repeat", "0", module="runner")
+    assert bad.returncode == 1 and "repeat" in bad.stderr and "Traceback" not in bad.stderr
