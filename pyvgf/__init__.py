@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from .errors import HalError, ModelInputError, SpirvError, TosaError, VGFError, VGFFormatError
+from .errors import (
+    HalError,
+    ModelInputError,
+    ProgramError,
+    ProgramFormatError,
+    SpirvError,
+    TosaError,
+    VGFError,
+    VGFFormatError,
+)
 from .hal.shaders import register_shader, unregister_shader
 from .runtime import Model, TensorInfo, load
 
@@ -12,10 +21,12 @@ __all__ = [
     "HalError",
     "Model",
     "ModelInputError",
+    "ProgramError",
+    "ProgramFormatError",
     "SpirvError",
+    "TensorInfo",
     "TosaError",
     "VGFError",
-    "TensorInfo",
     "VGFFormatError",
     "__version__",
     "load",

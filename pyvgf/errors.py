@@ -39,3 +39,11 @@ class ModelInputError(VGFError, ValueError):
 
 class HalError(VGFError):
     """Wrong use of the Vulkan-shaped object layer, or a backend failure."""
+
+
+class ProgramFormatError(VGFFormatError):
+    """An ExecuTorch program (.pte) is malformed: the message names the part and byte offset."""
+
+
+class ProgramError(VGFError):
+    """An ExecuTorch program uses something pyvgf does not run (names the instruction and kernel)."""
