@@ -193,6 +193,15 @@ def test_kernel_argument_count_checked():
         ProgramModel(program)
 
 
+def test_value_read_before_written_is_refused():
+    program = read(FIXTURES / "two_delegates" / "model.pte")
+    method = program.method()
+    swapped = [method.instructions[1], method.instructions[0], method.instructions[2]]
+    program = dataclasses.replace(program, methods=[dataclasses.replace(method, instructions=swapped)])
+    with pytest.raises(ProgramError, match="instruction 0 .* reads value 2 before any instruction writes it"):
+        ProgramModel(program)
+
+
 def test_not_a_program():
     with pytest.raises(ProgramFormatError, match="not an ExecuTorch program"):
         read(b"VGF1" + b"\0" * 124)

@@ -81,7 +81,10 @@ class ProgramModel:
                     raise ProgramError(f"method {m.name!r}: delegate {k} ({VGF_BACKEND}, {d.location} data "
                                        f"{d.index}) is not a valid VGF: {exc}") from None
                 self.delegate_vgfs.append(vgf)
+            self._defined = set(m.inputs) | set(m.constants)
+            self._defined |= {k for k, v in enumerate(m.values) if not isinstance(v, TensorSpec)}
             self._steps = [self._plan(n, ins, shaders, adapter_options) for n, ins in enumerate(m.instructions)]
+            self._reads(m.outputs, f"method {m.name!r}: an output")
         except BaseException:
             self.close()
             raise
@@ -106,11 +109,22 @@ class ProgramModel:
             return self._plan_delegate(n, ins, shaders, adapter_options)
         if isinstance(ins, MoveCall):
             src, dst = ins.move_from, ins.move_to
+            self._reads((src,), f"method {m.name!r}: instruction {n} (move)")
+            self._defined.add(dst)
             return lambda env: env.__setitem__(dst, env[src])
         if isinstance(ins, FreeCall):
             return lambda env: None
         raise ProgramError(f"method {m.name!r}: instruction {n} is a {type(ins).__name__} "
                            "(control flow); pyvgf runs straight-line methods")
+
+    def _reads(self, args, where: str) -> None:
+        """Check that every tensor in `args` is an input, a constant or an earlier result."""
+        values = self.method.values
+        for a in args:
+            items = values[a].items if isinstance(values[a], TensorList) else (a,)
+            for k in items:
+                if k != -1 and k not in self._defined:
+                    raise ProgramError(f"{where} reads value {k} before any instruction writes it")
 
     def _plan_kernel(self, n: int, ins: KernelCall) -> Step:
         m = self.method
@@ -123,12 +137,14 @@ class ProgramModel:
             raise ProgramError(f"{where}: {len(ins.args)} arguments, fewer than its out tensors need")
         inputs, outs = ins.args[: -2 * kernel.outs], ins.args[-kernel.outs :]
         specs = [_tensor_spec(m, k, where) for k in outs]
+        self._reads(inputs, where)
+        self._defined.update(outs)
         fn = kernel.fn
 
         def step(env: list) -> None:
             try:
                 result = fn(*[_arg(env, a) for a in inputs])
-            except (TypeError, ValueError, IndexError) as exc:
+            except (TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as exc:
                 raise ProgramError(f"{where}: {exc}") from None
             results = result if kernel.outs > 1 else (result,)
             for k, spec, value in zip(outs, specs, results):
@@ -154,6 +170,8 @@ class ProgramModel:
         adapt = [_adapter(_tensor_spec(m, a, where), info, f"{where} input {i}")
                  for i, (a, info) in enumerate(zip(in_args, model.inputs))]
         out_specs = [_tensor_spec(m, a, where) for a in out_args]
+        self._reads(in_args, where)
+        self._defined.update(out_args)
 
         def step(env: list) -> None:
             arrays = [fit(env[a]) for a, fit in zip(in_args, adapt)]
