@@ -202,6 +202,17 @@ def test_value_read_before_written_is_refused():
         ProgramModel(program)
 
 
+def test_planned_tensor_must_fit_its_buffer():
+    from pyvgf.executorch.program import TensorSpec, _check_planned
+    from pyvgf.executorch.schema import ScalarType
+
+    spec = TensorSpec(ScalarType.FLOAT, (13, 1065622559), (0, 1), False, allocation=(1, 0))
+    with pytest.raises(ProgramFormatError, match="does not fit memory 1 of 256 bytes"):
+        _check_planned(3, spec, (0, 256), "method 'forward'")
+    with pytest.raises(ProgramFormatError, match="planned in memory 2 of 2"):
+        _check_planned(3, dataclasses.replace(spec, allocation=(2, 0)), (0, 256), "method 'forward'")
+
+
 def test_not_a_program():
     with pytest.raises(ProgramFormatError, match="not an ExecuTorch program"):
         read(b"VGF1" + b"\0" * 124)

@@ -8,6 +8,7 @@ program size; delegate data and constant tensors are read-only views of the file
 
 from __future__ import annotations
 
+import math
 import os
 import struct
 from dataclasses import dataclass, field
@@ -40,6 +41,8 @@ class TensorSpec:
     name: str | None = None
     data_index: int = 0
     """data_buffer_idx: the constant's number in the constant buffer or segment."""
+    allocation: tuple[int, int] | None = None
+    """(memory id, byte offset) in the memory plan's buffers, for a planned tensor."""
 
     @property
     def dtype(self) -> np.dtype | None:
@@ -48,7 +51,7 @@ class TensorSpec:
 
     @property
     def numel(self) -> int:
-        return int(np.prod(self.sizes, dtype=np.int64))
+        return math.prod(self.sizes)
 
     def __str__(self) -> str:
         kind = self.dtype if self.dtype is not None else self.scalar_type.name
@@ -323,6 +326,10 @@ def _method(i: int, plan: dict, data: np.ndarray, inline: list[Span | None], seg
                 if item == -1 and v.optional:
                     continue
                 index(item, f"tensor list {k}")
+    buffers = _ints(plan["non_const_buffer_sizes"])
+    for k, v in enumerate(values):
+        if isinstance(v, TensorSpec) and v.allocation is not None and not v.constant:
+            _check_planned(k, v, buffers, where)
     consts = {}
     for k, v in enumerate(values):
         if isinstance(v, TensorSpec) and v.constant:
@@ -384,8 +391,23 @@ def _tensor(k: int, t: dict, where: str) -> TensorSpec:
         raise ProgramFormatError(f"{where}: value {k} keeps its data outside the file "
                                  f"({extra.get('fully_qualified_name')!r}); pyvgf reads self-contained programs",
                                  section="program")
+    alloc = t["allocation_info"]
+    allocation = None if alloc is None else (
+        alloc["memory_id"], alloc["memory_offset_low"] | alloc["memory_offset_high"] << 32)
     return TensorSpec(scalar_type, sizes, dim_order, constant, t["shape_dynamism"] != 0,
-                      extra.get("fully_qualified_name"), t["data_buffer_idx"])
+                      extra.get("fully_qualified_name"), t["data_buffer_idx"], allocation)
+
+
+def _check_planned(k: int, spec: TensorSpec, buffers: tuple[int, ...], where: str) -> None:
+    """A memory-planned tensor must fit its planned buffer: this bounds every planned shape."""
+    memory, offset = spec.allocation
+    if memory >= len(buffers):
+        raise ProgramFormatError(f"{where}: value {k} is planned in memory {memory} of {len(buffers)}",
+                                 section="program")
+    itemsize = spec.dtype.itemsize if spec.dtype is not None else 1
+    if offset + spec.numel * itemsize > buffers[memory]:
+        raise ProgramFormatError(f"{where}: value {k} ({spec}, at offset {offset}) does not fit memory {memory} "
+                                 f"of {buffers[memory]} bytes", section="program")
 
 
 def _constant(k: int, spec: TensorSpec, store: _ConstantStore, where: str) -> np.ndarray:
