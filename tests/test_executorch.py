@@ -315,3 +315,16 @@ def test_cli_malformed_program_is_one_line(tmp_path):
     result = _cli("inspect", str(bad))
     assert result.returncode == 1
     assert result.stderr.startswith("pyvgf inspect:") and "Traceback" not in result.stderr
+
+
+@pytest.mark.vulkan
+@pytest.mark.parametrize("name", ["qadd", "two_delegates"])
+def test_delegates_on_the_vulkan_backend(name):
+    """The same program with its delegates on Vulkan (the ML emulation layer): the quantized one
+    equal to the exact computation, the float one equal to torch (elementwise)."""
+    with pyvgf.load(FIXTURES / name / "model.pte", backend="vulkan") as model:
+        assert model.backend == "vulkan"
+        outputs = model.run(arrays(name, "input"))
+    kind = "exact" if (FIXTURES / name / "exact_0.npy").exists() else "torch"
+    for out, want in zip(outputs, arrays(name, kind)):
+        assert np.array_equal(out, want)
