@@ -10,7 +10,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .errors import HalError, ModelInputError, SpirvError, TosaError, VGFError, VGFFormatError
+from .errors import (
+    HalError,
+    ModelInputError,
+    ProgramError,
+    ProgramFormatError,
+    ScenarioError,
+    SpirvError,
+    TosaError,
+    VGFError,
+    VGFFormatError,
+)
 
 if TYPE_CHECKING:
     from .hal.shaders import register_shader, unregister_shader
@@ -25,12 +35,15 @@ _LAZY = {
     "register_shader": "hal.shaders",
     "unregister_shader": "hal.shaders",
 }
-_SUBPACKAGES = {"build", "format", "hal", "runtime", "spirv", "testing", "tosa"}
+_SUBPACKAGES = {"build", "executorch", "format", "hal", "runtime", "scenario", "spirv", "testing", "tosa"}
 
 __all__ = [
     "HalError",
     "Model",
     "ModelInputError",
+    "ProgramError",
+    "ProgramFormatError",
+    "ScenarioError",
     "SpirvError",
     "TensorInfo",
     "TosaError",

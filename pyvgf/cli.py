@@ -1,6 +1,7 @@
 """The `pyvgf` command line: one small function per subcommand.
 
     pyvgf inspect MODEL.vgf [--all | --json] [--spirv N] [--dump-spirv N | --dump-constant N -o FILE]
+    pyvgf inspect MODEL.pte [--extract DIR]
     pyvgf run MODEL.vgf --input a.npy --input b.npy --output-dir out/ [--backend cpu]
     pyvgf run MODEL.vgf --random-inputs --seed 0
     pyvgf run --example
@@ -25,9 +26,14 @@ from .errors import VGFError
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    from .executorch import is_program
     from .format import CodeType, read
     from .format.dump import overview, summary, to_json
 
+    if is_program(args.file):
+        return _inspect_program(args)
+    if args.extract is not None:
+        raise SystemExit("pyvgf inspect: --extract is for ExecuTorch programs (.pte)")
     vgf = read(args.file)
     if args.dump_spirv is not None or args.dump_constant is not None:
         if args.output is None:
@@ -93,6 +99,22 @@ def _tosa_op_counts(vgf) -> dict[int, dict[str, int] | str]:
     return counts
 
 
+def _inspect_program(args: argparse.Namespace) -> int:
+    """`pyvgf inspect model.pte`: the program's summary, or its VGF delegates as files."""
+    from .executorch import read
+    from .executorch.dump import extract, summary
+
+    if args.json or args.spirv is not None or args.dump_spirv is not None or args.dump_constant is not None:
+        raise SystemExit("pyvgf inspect: a .pte takes --extract DIR (its VGF delegates); inspect those .vgf files")
+    program = read(args.file)
+    if args.extract is not None:
+        for path in extract(program, args.extract):
+            print(path)
+    else:
+        print(summary(program))
+    return 0
+
+
 def _checked_index(index: int, count: int, what: str) -> int:
     if not 0 <= index < count:
         raise VGFError(f"{what} index {index} out of range ({count} {what}s)")
@@ -100,8 +122,9 @@ def _checked_index(index: int, count: int, what: str) -> int:
 
 
 def _add_inspect(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("inspect", help="describe a VGF file (summary, --all the full listing, or vgf_dump's JSON)")
-    p.add_argument("file", help="the .vgf file")
+    p = sub.add_parser("inspect", help="describe a VGF file (summary, --all the full listing, or vgf_dump's JSON) "
+                                       "or an ExecuTorch .pte")
+    p.add_argument("file", help="the .vgf or .pte file")
     p.add_argument("--json", action="store_true", help="print the JSON `vgf_dump -i FILE` prints")
     p.add_argument("--all", action="store_true", help="after the summary, list every module, resource and constant")
     p.add_argument("--spirv", type=int, metavar="N", help="print a disassembly of SPIR-V module N")
@@ -115,6 +138,7 @@ def _add_inspect(sub: argparse._SubParsersAction) -> None:
                         "inputs under the placeholder names, so that DIR runs as it is")
     p.add_argument("--scenario-template-add-boundaries", action="store_true",
                    help="with --scenario-template: mark_boundary commands before and after the dispatch")
+    p.add_argument("--extract", metavar="DIR", help="ExecuTorch program: write each VGF delegate to DIR as a .vgf")
     p.set_defaults(func=_inspect)
 
 
@@ -197,7 +221,7 @@ def _run(args: argparse.Namespace) -> int:
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a VGF model on .npy inputs and write its outputs")
-    p.add_argument("model", nargs="?", help="the .vgf file")
+    p.add_argument("model", nargs="?", help="the .vgf file (or an ExecuTorch .pte with VGF delegates)")
     p.add_argument("--example", action="store_true", help="run the bundled example model on random inputs")
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
                    help="an input, in model order (or NAME=FILE); repeat for each input")

@@ -48,3 +48,11 @@ class ScenarioError(VGFError):
     def __init__(self, message: str, *, path: str = ""):
         self.path = path
         super().__init__(f"{path}: {message}" if path else message)
+
+
+class ProgramFormatError(VGFFormatError):
+    """An ExecuTorch program (.pte) is malformed: the message names the part and byte offset."""
+
+
+class ProgramError(VGFError):
+    """An ExecuTorch program uses something pyvgf does not run (names the instruction and kernel)."""

@@ -59,7 +59,7 @@ class Budget:
 class Cursor:
     """One parse: the file buffer, the section bounds [lo, hi) and the budget."""
 
-    __slots__ = ("data", "lo", "hi", "budget")
+    __slots__ = ("budget", "data", "hi", "lo")
 
     def __init__(self, data: memoryview, lo: int, hi: int, budget: Budget):
         self.data, self.lo, self.hi, self.budget = data, lo, hi, budget
@@ -197,7 +197,7 @@ class Union:
 
     slot: int
     name: str
-    members: dict[int, "Table"]
+    members: dict[int, Table]
 
     def fields(self) -> tuple[Field, Field]:
         return Field(self.slot, self.name + "_type", u8, 0), Field(self.slot + 1, self.name, _UnionValue())
@@ -214,9 +214,13 @@ class Table(_Located):
     offsets). Unions parse to `(tag, value)` under their own name.
     """
 
-    def __init__(self, name: str, *items: Field | Union):
+    def __init__(self, name: str, *items: Field | Union, sized: bool = True):
         super().__init__()
         self.name = name
+        self.sized = sized
+        """Fields must lie inside the table size their vtable declares. ExecuTorch's programs
+        declare too small a size for tables with 8-byte scalars, so they are read with
+        sized=False: their fields are then checked against the section bounds only."""
         self.unions = [item for item in items if isinstance(item, Union)]
         self.fields: list[Field] = []
         for item in items:
@@ -238,7 +242,7 @@ class Table(_Located):
         for f in self.fields:
             pos = 4 + 2 * f.slot
             voff = struct.unpack_from("<H", vt, pos)[0] if pos + 2 <= vt_size else 0
-            if voff and voff + f.inline_size > table_size:
+            if voff and self.sized and voff + f.inline_size > table_size:
                 raise FlatBufferError(f"{self.name}.{f.name} lies outside its table", offset)
             where = offset + voff
             if isinstance(f.kind, Scalar):
@@ -265,7 +269,7 @@ class Table(_Located):
             order.extend(f for f in reversed(self.fields) if f.inline_size == size)
         return order
 
-    def build_into(self, builder: "Builder", **values: Any) -> int:
+    def build_into(self, builder: Builder, **values: Any) -> int:
         """Add a table of this type (offsets of children already built) and return its offset.
         Scalars equal to their default are omitted, offsets that are None are absent."""
         unknown = set(values) - set(self.by_name)

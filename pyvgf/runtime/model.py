@@ -215,6 +215,9 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
          adapter_options: Mapping[str, object] | None = None) -> Model:
     """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu" or "vulkan").
 
+    An ExecuTorch program (`.pte`, file identifier "ET12") loads as a `pyvgf.executorch.ProgramModel`
+    of its "forward" method: its VGF delegates run on `backend`, the kernels between them in numpy.
+
     `shaders` maps compute module names to Python stand-ins for the cpu backend (see
     `pyvgf.register_shader`). `adapter_options` go to the backend's `request_adapter()` (the
     vulkan backend takes e.g. `device_index`, `validation`). Everything that does not depend on
@@ -223,7 +226,13 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
     if isinstance(source, VGF):
         vgf = source
     else:
+        from ..executorch.program import is_program
         from ..format import read
+
+        if is_program(source):  # an ExecuTorch program: see pyvgf.executorch
+            from ..executorch.model import load as load_program
+
+            return load_program(source, backend, shaders=shaders, adapter_options=adapter_options)
 
         vgf = read(source)
     adapter = hal.request_adapter(backend, **(adapter_options or {}))
