@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..debug.watch import WATCHER
 from ..errors import HalError, VGFError
 from . import _classes as hal
 from .shaders import find_shader
@@ -204,7 +205,9 @@ class CpuCommandEncoder(hal.CommandEncoder):
         outputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.outputs]
 
         def run() -> None:
-            results = plan.run([_view(v) for v in inputs])
+            watcher = WATCHER.get()  # pyvgf.debug: capture or profile this run
+            arrays = [_view(v) for v in inputs]
+            results = plan.run(arrays) if watcher is None else watcher.graph(session.pipeline, arrays)
             for view, value in zip(outputs, results):
                 np.copyto(_view(view), value, casting="no")
 
