@@ -219,7 +219,7 @@ def _bisect(args: argparse.Namespace) -> int:
         if isinstance(inputs, dict):
             inputs = [inputs.get(i.name, np.zeros(0)) for i in model.inputs]
     first, second = args.backends
-    culprit = bisect(args.model, inputs, (first, second), rtol=args.rtol, out=args.out)
+    culprit = bisect(args.model, inputs, (_backend(first), _backend(second)), rtol=args.rtol, out=args.out)
     if culprit is None:
         print(f"{first} and {second} agree on every output")
         return 0
@@ -227,10 +227,25 @@ def _bisect(args: argparse.Namespace) -> int:
     return 1
 
 
+def _backend(name: str):
+    """A backend name, or MODULE:FUNCTION naming a function (model bytes, inputs) -> outputs."""
+    if ":" not in name:
+        return name
+    import importlib
+
+    module, _, attr = name.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise VGFError(f"backend {name!r}: {exc}") from None
+
+
 def _add_bisect(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bisect", help="find the first operator two backends disagree on")
     p.add_argument("model", help="the .vgf file")
-    p.add_argument("--backends", nargs=2, required=True, metavar=("A", "B"), help="the two backends, e.g. cpu vulkan")
+    p.add_argument("--backends", nargs=2, required=True, metavar=("A", "B"),
+                   help="the two backends: names (cpu, vulkan) or MODULE:FUNCTION, a function "
+                   "(model bytes, inputs) -> outputs")
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
                    help="an input, in model order (or NAME=FILE); repeat for each input")
     p.add_argument("--random-inputs", action="store_true", help="feed random inputs instead of files")
