@@ -3,17 +3,20 @@ keyed to the model; per-step times as a table and as a Chrome trace."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import sys
+import time
 
 import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import ml_dtypes
 import numpy as np
 import pytest
+from conftest_vulkan import require_vulkan
 
 import pyvgf
-from pyvgf import debug
+from pyvgf import HalError, VGFError, debug
 from pyvgf.build import Graph
 from pyvgf.cli import main
 from pyvgf.debug.watch import WATCHER
@@ -163,3 +166,42 @@ def test_the_cli_runs_as_a_module(tmp_path):
                            "--random-inputs", "--profile"], capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     assert "ADD" in proc.stdout and "(interpreter, transfers)" in proc.stdout
+
+
+def test_cpu_timestamps_bracket_each_segment_of_an_execution():
+    with pyvgf.load(fixtures.model("interpreter_fuse_i8")) as model:
+        pool = model.device.create_query_pool(2)
+        run = model._schedule.execution(timestamps=pool).prepared.run
+        assert pool.results() == [None, None]
+        before = time.perf_counter()
+        run(model._check([_int8_input(model)]))
+        after = time.perf_counter()
+        first, last = pool.results()
+        assert before <= first <= last <= after
+        encoder = model.device.create_command_encoder()
+        with pytest.raises(HalError, match="query 2 out of range"):
+            encoder.write_timestamp(pool, 2)
+
+
+def test_vulkan_profile_times_each_segment_on_the_gpu(capsys):
+    require_vulkan()
+    model_path = fixtures.model("runtime_segments")  # graph, compute shader, graph
+    with pyvgf.load(model_path, backend="vulkan") as model:
+        xs = [np.random.default_rng(0).standard_normal(i.shape).astype(np.float32) for i in model.inputs]
+        with pytest.raises(VGFError, match="needs a model on the cpu executor"):
+            debug.capture(model, xs)
+        prof = debug.profile(model, xs, runs=2)
+        has_timestamps = model.device.timestamp_period is not None
+    if not has_timestamps:
+        assert "timestampValidBits 0" in prof.note
+        return
+    segments = [e for e in prof.events if e.kind == "segment"]
+    assert [(e.run, e.segment) for e in segments] == [(r, n) for r in range(2) for n in range(3)]
+    for a, b in itertools.pairwise(segments):
+        assert a.start <= a.end and (a.run != b.run or a.end <= b.start)
+    rows = [line.split()[1] for line in prof.table().splitlines()[2:] if line.startswith("  segment ")]
+    assert rows == sorted("012", key=lambda n: -sum(e.seconds for e in segments if e.segment == int(n)))
+    events = _check_trace(prof.trace())
+    assert {e["tid"] for e in events if e["cat"] == "segment"} == {2}
+    assert main(["run", str(model_path), "--backend", "vulkan", "--random-inputs", "--profile"]) == 0
+    assert "segment 1 compute_segment_0" in capsys.readouterr().out

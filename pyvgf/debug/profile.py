@@ -173,9 +173,7 @@ def profile(model: Model, inputs: object, runs: int = 1) -> Profile:
     if runs < 1:
         raise ValueError("profile needs at least one run")
     if model.backend == "vulkan":
-        from .gpu import profile_vulkan
-
-        return profile_vulkan(model, inputs, runs)
+        return _profile_segments(model, inputs, runs)
     require_cpu(model, "profiling")
     result = Profile(model.backend)
     model.run(inputs)
@@ -187,4 +185,38 @@ def profile(model: Model, inputs: object, runs: int = 1) -> Profile:
             model.run(inputs)
             result.events.append(Event("run", run, None, "", start, time.perf_counter()))
     result.runs = runs
+    return result
+
+
+def _profile_segments(model: Model, inputs: object, runs: int) -> Profile:
+    """Per-segment times from the device's timestamp queries (see `Schedule.execution`), on an
+    execution of its own, with each run's wall time on the host; host times alone, and a note
+    saying why, where the device's queue has no timestamps."""
+    result = Profile(model.backend, runs)
+    device = model.device
+    if device.timestamp_period is None:
+        result.note = (f"{device.adapter.info.name}: the queue family has no timestamps "
+                       "(timestampValidBits 0), so no per-segment times")
+        model.run(inputs)
+        for run in range(runs):
+            start = time.perf_counter()
+            model.run(inputs)
+            result.events.append(Event("run", run, None, "", start, time.perf_counter()))
+        return result
+    segments = [plan.segment.name for plan in model._schedule.segments]
+    arrays = model._check(inputs)
+    pool = device.create_query_pool(len(segments) + 1, label="pyvgf.debug profile")
+    try:
+        run_once = model._schedule.execution(timestamps=pool).prepared.run
+        run_once(arrays)
+        for run in range(runs):
+            start = time.perf_counter()
+            run_once(arrays)
+            result.events.append(Event("run", run, None, "", start, time.perf_counter()))
+            stamps = pool.results()
+            for n, name in enumerate(segments):
+                if stamps[n] is not None and stamps[n + 1] is not None:
+                    result.events.append(Event("segment", run, n, name, stamps[n], stamps[n + 1]))
+    finally:
+        pool.destroy()
     return result
