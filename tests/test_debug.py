@@ -205,3 +205,27 @@ def test_vulkan_profile_times_each_segment_on_the_gpu(capsys):
     assert {e["tid"] for e in events if e["cat"] == "segment"} == {2}
     assert main(["run", str(model_path), "--backend", "vulkan", "--random-inputs", "--profile"]) == 0
     assert "segment 1 compute_segment_0" in capsys.readouterr().out
+
+
+def test_values_carry_the_opline_of_the_module():
+    """A module with OpString/OpLine (as compilers that keep source locations write them)."""
+    from conftest_spirv import find, inst, spirv_words, splice, string_words
+
+    from pyvgf.format import read
+    from pyvgf.spirv import tables
+
+    opcode = {name: code for code, (name, _) in tables.INSTRUCTIONS.items()}
+    path = fixtures.model("interpreter_fuse_i8")
+    words = spirv_words(path).copy()
+    file_id = int(words[3])
+    words[3] += 1  # the id bound
+    at, _ = find(words, opcode["OpExtInst"], 1)  # the second node
+    words = splice(words, at, 0, inst(opcode["OpLine"], file_id, 42, 7))
+    at, _ = find(words, opcode["OpName"])
+    words = splice(words, at, 0, inst(opcode["OpString"], file_id, *string_words("net.py")))
+    vgf = read(path)
+    vgf.modules[0].code = words
+    with pyvgf.load(vgf) as model:
+        cap = debug.capture(model, [_int8_input(model)])
+    assert [v.location for v in cap.values] == [None] + ["net.py:42:7"] * (len(cap.values) - 1)
+    assert " at net.py:42:7: " in str(cap.values[1])

@@ -43,8 +43,8 @@ class Intermediate:
 
     `op_index` is the operator's position among its segment graph's TOSA operators, in module
     order (the order `pyvgf inspect --spirv` lists them); `id` the SPIR-V result id of its
-    OpExtInst; `name` its OpName, if the module has one; `element` which result of an operator
-    with several (None for one)."""
+    OpExtInst; `name` its OpName and `location` its OpLine ("FILE:LINE:COLUMN"), where the module
+    has them; `element` which result of an operator with several (None for one)."""
 
     segment: int
     segment_name: str
@@ -54,6 +54,7 @@ class Intermediate:
     name: str | None
     element: int | None
     value: np.ndarray
+    location: str | None = None
 
     @property
     def key(self) -> str:
@@ -63,8 +64,10 @@ class Intermediate:
 
     def __str__(self) -> str:
         name = f' "{self.name}"' if self.name else ""
+        where = f" at {self.location}" if self.location else ""
         shape = "x".join(map(str, self.value.shape))
-        return f"segment {self.segment} op {self.op_index} {self.op} %{self.id}{name}: {self.value.dtype}[{shape}]"
+        return (f"segment {self.segment} op {self.op_index} {self.op} %{self.id}{name}{where}: "
+                f"{self.value.dtype}[{shape}]")
 
 
 def _segments(model: object) -> dict[int, tuple[int, str]]:
@@ -103,7 +106,7 @@ class Capture:
             elements = range(len(results)) if isinstance(node.result_type, tuple) else (None,)
             for element, value in zip(elements, results):
                 self.values.append(Intermediate(segment, segment_name, index[node.id], node.op, node.id,
-                                                node.name, element, np.array(value, copy=True)))
+                                                node.name, element, np.array(value, copy=True), node.location))
 
         return plan.run(inputs, observe)
 
@@ -126,7 +129,7 @@ class Capture:
             path = out / f"{v.key}.npy"
             np.save(path, array)
             entry = {"file": path.name, "segment": v.segment, "segment_name": v.segment_name,
-                     "op_index": v.op_index, "op": v.op, "id": v.id, "name": v.name,
+                     "op_index": v.op_index, "op": v.op, "id": v.id, "name": v.name, "location": v.location,
                      "element": v.element, "dtype": str(v.value.dtype), "shape": list(v.value.shape)}
             if stored is not None:
                 entry["stored_as"] = stored

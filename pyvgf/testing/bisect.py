@@ -32,9 +32,9 @@ class Culprit:
     """The first operator the two backends disagree on, run alone (see `bisect`).
 
     `op_index` is its position among its segment graph's operators (module order), `op` its
-    TOSA name, `id` its SPIR-V result id, `name` its OpName if any; `attributes` its non-tensor
-    operands (by grammar name, enumerations by spec name); `shapes` each tensor operand's and the
-    result's (dtype, shape); `max_error` the largest absolute difference of the results;
+    TOSA name, `id` its SPIR-V result id, `name` its OpName and `location` its OpLine, if any;
+    `attributes` its non-tensor operands (by grammar name, enumerations by spec name); `shapes`
+    each tensor operand's type and the result's; `max_error` the largest absolute difference of the results;
     `reproducer` the folder holding the one-op VGF, its MLIR, its inputs and both results.
     `op_index` is None when the whole model disagreed but no operator did alone (`mismatch` says
     how the whole model disagreed, `skipped` which operators could not be run alone)."""
@@ -51,13 +51,14 @@ class Culprit:
     mismatch: str = ""
     reproducer: Path | None = None
     skipped: list[str] = field(default_factory=list)
+    location: str | None = None
 
     def __str__(self) -> str:
         a, b = self.backends
         if self.op_index is None:
             lines = [f"{a} and {b} disagree on the model's outputs ({self.mismatch}), but on no operator alone"]
         else:
-            name = f' "{self.name}"' if self.name else ""
+            name = (f' "{self.name}"' if self.name else "") + (f" at {self.location}" if self.location else "")
             lines = [f"first operator where {a} and {b} disagree: segment {self.segment} op {self.op_index} "
                      + f"{self.op} %{self.id}{name}",
                      f"  {self.mismatch}; max error {self.max_error:g}"]
@@ -137,7 +138,7 @@ def bisect(model: bytes | str | Path, inputs: Sequence[np.ndarray], backends: Se
                     continue
                 shapes = _shapes(g)
                 culprit = Culprit(names, segment, op_index, node.op, node.id, node.name, attributes, shapes,
-                                  _max_error(got_b, got_a), problem, skipped=skipped)
+                                  _max_error(got_b, got_a), problem, skipped=skipped, location=node.location)
                 culprit.reproducer = _reproducer(culprit, g, blob, feeds, (got_a, got_b), out)
                 return culprit
     return Culprit(names, None, None, None, mismatch=whole, skipped=skipped)
@@ -231,7 +232,8 @@ def _reproducer(culprit: Culprit, g: Graph, blob: bytes, feeds: list[np.ndarray]
         for k, array in enumerate(got):
             np.save(folder / f"output_{k}.{safe}.npy", storable(array)[0])
     facts = {"backends": list(culprit.backends), "segment": culprit.segment, "op_index": culprit.op_index,
-             "op": culprit.op, "id": culprit.id, "name": culprit.name, "attributes": culprit.attributes,
+             "op": culprit.op, "id": culprit.id, "name": culprit.name, "location": culprit.location,
+             "attributes": culprit.attributes,
              "shapes": culprit.shapes, "max_error": culprit.max_error, "mismatch": culprit.mismatch}
     (folder / "culprit.json").write_text(json.dumps(facts, indent=1, default=str) + "\n")
     return folder
