@@ -5,6 +5,8 @@
     pyvgf run MODEL.vgf --input a.npy --input b.npy --output-dir out/ [--backend cpu]
     pyvgf run MODEL.vgf --random-inputs --seed 0
     pyvgf run --example
+    pyvgf run MODEL.vgf ... [--dump-intermediates DIR] [--profile] [--trace FILE] [--repeat N]
+    pyvgf bisect MODEL.vgf --backends A B [--input ... | --random-inputs --seed N] [--out DIR]
     pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
     pyvgf scenario S.json --output DIR [--backend cpu] [--repeat N] [--dry-run] [--profiling-dump-path F]
     pyvgf inspect MODEL.vgf --scenario-template DIR
@@ -205,7 +207,8 @@ def _run(args: argparse.Namespace) -> int:
     source, label = _source(args)
     with load(source, backend=args.backend) as model:
         print(f"{label} on {args.backend}: {len(model.inputs)} input(s), {len(model.outputs)} output(s)")
-        outputs = model.run(_inputs(args, model))
+        inputs = _inputs(args, model)
+        outputs = model.run(inputs)
         out_dir = Path(args.output_dir) if args.output_dir else None
         if out_dir:
             out_dir.mkdir(parents=True, exist_ok=True)
@@ -216,7 +219,24 @@ def _run(args: argparse.Namespace) -> int:
                 np.save(path, array)
                 line += f"  -> {path}"
             print(line)
+        _look_inside(args, model, inputs)
     return 0
+
+
+def _look_inside(args: argparse.Namespace, model, inputs) -> None:
+    """--dump-intermediates, --profile and --trace: each a run of its own after the first."""
+    from . import debug
+
+    if args.dump_intermediates:
+        cap = debug.capture(model, inputs)
+        index = cap.dump(args.dump_intermediates)
+        print(f"  intermediates: {len(cap.values)} values -> {index}")
+    if args.profile or args.trace:
+        prof = debug.profile(model, inputs, runs=args.repeat)
+        if args.profile:
+            print(prof.table())
+        if args.trace:
+            print(f"  trace: {len(prof.events)} events -> {prof.write_trace(args.trace)}")
 
 
 def _add_run(sub: argparse._SubParsersAction) -> None:
@@ -229,7 +249,67 @@ def _add_run(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--backend", default="cpu", help="cpu (default) or vulkan")
     p.add_argument("--random-inputs", action="store_true", help="feed random inputs instead of files")
     p.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    p.add_argument("--dump-intermediates", metavar="DIR",
+                   help="write every operator's result to DIR (one .npy each, and index.json); cpu")
+    p.add_argument("--profile", action="store_true",
+                   help="print where the run's time goes: per operator (cpu), per segment (vulkan)")
+    p.add_argument("--trace", metavar="FILE", help="write the profiled runs as a Chrome trace (Perfetto)")
+    p.add_argument("--repeat", type=_positive, default=1, metavar="N",
+                   help="profile N runs after an untimed one (default 1)")
     p.set_defaults(func=_run)
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a positive count")
+    return value
+
+
+def _bisect(args: argparse.Namespace) -> int:
+    """Exit 0 when the backends agree, 1 with the first operator they disagree on."""
+    from . import load
+    from .testing.bisect import bisect
+
+    with load(args.model) as model:
+        inputs = _inputs(args, model)
+        if isinstance(inputs, dict):
+            inputs = [inputs.get(i.name, np.zeros(0)) for i in model.inputs]
+    first, second = args.backends
+    culprit = bisect(args.model, inputs, (_backend(first), _backend(second)), rtol=args.rtol, out=args.out)
+    if culprit is None:
+        print(f"{first} and {second} agree on every output")
+        return 0
+    print(culprit)
+    return 1
+
+
+def _backend(name: str):
+    """A backend name, or MODULE:FUNCTION naming a function (model bytes, inputs) -> outputs."""
+    if ":" not in name:
+        return name
+    import importlib
+
+    module, _, attr = name.partition(":")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError) as exc:
+        raise VGFError(f"backend {name!r}: {exc}") from None
+
+
+def _add_bisect(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("bisect", help="find the first operator two backends disagree on")
+    p.add_argument("model", help="the .vgf file")
+    p.add_argument("--backends", nargs=2, required=True, metavar=("A", "B"),
+                   help="the two backends: names (cpu, vulkan) or MODULE:FUNCTION, a function "
+                   "(model bytes, inputs) -> outputs")
+    p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
+                   help="an input, in model order (or NAME=FILE); repeat for each input")
+    p.add_argument("--random-inputs", action="store_true", help="feed random inputs instead of files")
+    p.add_argument("--seed", type=int, default=0, help="seed of --random-inputs (default 0)")
+    p.add_argument("--rtol", type=float, help="relative tolerance of floats (default: per dtype)")
+    p.add_argument("--out", metavar="DIR", help="where to write the reproducer (default: a new temporary folder)")
+    p.set_defaults(func=_bisect)
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -335,6 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     _add_inspect(sub)
     _add_run(sub)
     _add_doctor(sub)
+    _add_bisect(sub)
     _add_bench(sub)
     _add_scenario(sub)
     args, args.extra = parser.parse_known_args(argv)

@@ -72,6 +72,8 @@ class Node:
     """For ops: operand name -> Value, list of Values, or the attribute's Python value."""
     data: np.ndarray | None = None
     """For constants: the values (a private read-only copy)."""
+    debug_name: str | None = None
+    """For ops: the OpName the module gives the op's result, if any."""
 
 
 def _dims(shape: Sequence[int]) -> tuple[int, ...]:
@@ -123,11 +125,12 @@ class Graph:
         data.setflags(write=False)
         return self._add(Node("constant", spec, data=data))
 
-    def op(self, name: str, *, result: object = None, **operands: object) -> Value:
+    def op(self, name: str, *, result: object = None, debug_name: str | None = None, **operands: object) -> Value:
         """Add TOSA operator `name`; `result` is its (dtype, shape) or a TensorSpec.
 
         The result may be left out for elementwise operators: it is then the broadcast of the
-        tensor operands, of the first operand's type (bool for comparisons).
+        tensor operands, of the first operand's type (bool for comparisons). `debug_name` is
+        written as the OpName of the op's result (debuggers and error messages show it).
         """
         if name not in TOSA_OPCODES:
             raise TosaError(f"{name!r} is not a TOSA.001000.1 operator")
@@ -147,7 +150,7 @@ class Graph:
             resolved[operand] = self._operand(name, operand, kind, operands[operand])
         self._check_scalars(name, resolved)
         spec = self._result(name, resolved, result)
-        return self._add(Node("op", spec, op=name, operands=resolved))
+        return self._add(Node("op", spec, op=name, operands=resolved, debug_name=debug_name))
 
     def output(self, *values: Value) -> None:
         """Declare graph outputs, in order."""

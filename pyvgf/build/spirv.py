@@ -264,6 +264,8 @@ def emit(graph: Graph, *, replicate_splats: bool = True) -> SpirvModule:
             operands.extend(_operand(w, graph, ids, node, name, kind))
         rid = w.new_id()
         w.inst(body, "OpExtInst", w.tensor_type(node.result), rid, w.ext, TOSA_OPCODES[node.op], *operands)
+        if node.debug_name:
+            w.inst(w.names, "OpName", rid, *_string(node.debug_name))
         ids[index] = rid
     for i, value in enumerate(graph.outputs):
         w.inst(body, "OpGraphSetOutputARM", _value_id(w, graph, ids, value), w.u32(i))

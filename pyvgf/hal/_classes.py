@@ -687,6 +687,24 @@ class Device(HalObject):
         self._check()
         return self._create_command_encoder(label)
 
+    @property
+    def timestamp_period(self) -> float | None:
+        """Seconds per tick of the queue's timestamps, or None when its queue family has none
+        (timestampValidBits 0): then `create_query_pool` raises HalError."""
+        return None
+
+    def create_query_pool(self, count: int, label: str = "") -> QueryPool:
+        """A pool of `count` timestamp queries (vkCreateQueryPool, VK_QUERY_TYPE_TIMESTAMP)."""
+        self._check()
+        if self.timestamp_period is None:
+            raise HalError(f"{self}: its queue family writes no timestamps (timestampValidBits is 0)")
+        if count < 1:
+            raise HalError(f"a query pool needs at least one query, got {count}")
+        return self._create_query_pool(count, label)
+
+    def _create_query_pool(self, count: int, label: str) -> QueryPool:
+        raise NotImplementedError
+
     def prepare_run(self, command_buffer: CommandBuffer, inputs: Sequence[Tensor | Buffer],
                     outputs: Sequence[Tensor | Buffer], label: str = "") -> PreparedRun:
         """A `PreparedRun`: `command_buffer` run again and again between host writes of
@@ -1121,6 +1139,20 @@ class CommandEncoder(_DeviceChild):
         self._check()
         self._barrier()
 
+    def write_timestamp(self, pool: QueryPool, index: int) -> None:
+        """vkCmdWriteTimestamp at the bottom of the pipe: query `index` of `pool` gets the time
+        at which every earlier command has finished. Each submission of the command buffer
+        resets the pool's queries first, so `pool.results()` are those of the latest one."""
+        self._check()
+        pool._check()
+        self._check_device(pool)
+        if not 0 <= index < pool.count:
+            raise HalError(f"query {index} out of range of {pool} ({pool.count} queries)")
+        self._write_timestamp(pool, index)
+
+    def _write_timestamp(self, pool: QueryPool, index: int) -> None:
+        raise NotImplementedError
+
     def finish(self) -> CommandBuffer:
         """End recording; the encoder cannot record any more."""
         self._check()
@@ -1185,6 +1217,25 @@ class CommandBuffer(_DeviceChild):
     """A finished, re-submittable command buffer (no ONE_TIME_SUBMIT)."""
 
     _kind = "CommandBuffer"
+
+
+class QueryPool(_DeviceChild):
+    """VkQueryPool of `count` timestamp queries (see `Device.create_query_pool`)."""
+
+    _kind = "QueryPool"
+
+    def __init__(self, device: Device, count: int, label: str = ""):
+        super().__init__(device, label)
+        self.count = count
+
+    def results(self) -> list[float | None]:
+        """Each query's timestamp in seconds on the device's clock (None where the latest
+        submission wrote none); call it once that submission has finished."""
+        self._check()
+        return self._results()
+
+    def _results(self) -> list[float | None]:
+        raise NotImplementedError
 
 
 class Fence(HalObject):

@@ -9,10 +9,12 @@ stand-in registered for their module name. A command buffer is a list of steps t
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 
 import numpy as np
 
+from ..debug.watch import WATCHER
 from ..errors import HalError, VGFError
 from . import _classes as hal
 from .shaders import find_shader
@@ -68,6 +70,13 @@ class CpuDevice(hal.Device):
 
     def _create_command_encoder(self, label):
         return CpuCommandEncoder(self, label)
+
+    @property
+    def timestamp_period(self) -> float:
+        return 1e-9  # time.perf_counter_ns()
+
+    def _create_query_pool(self, count, label):
+        return CpuQueryPool(self, count, label)
 
 
 class CpuMemory(hal.DeviceMemory):
@@ -172,6 +181,17 @@ class CpuDataGraphSession(hal.DataGraphSession):
         raise HalError(f"{self} has no bind points")
 
 
+class CpuQueryPool(hal.QueryPool):
+    """Timestamps from time.perf_counter_ns(), -1 where none was written."""
+
+    def __init__(self, device, count, label=""):
+        super().__init__(device, count, label)
+        self.ticks = np.full(count, -1, np.int64)
+
+    def _results(self):
+        return [None if t < 0 else t * 1e-9 for t in self.ticks.tolist()]
+
+
 class CpuComputePipeline(hal.ComputePipeline):
     def __init__(self, device, module, entry_point, layout, label=""):
         super().__init__(device, module, entry_point, layout, label)
@@ -185,6 +205,7 @@ class CpuCommandEncoder(hal.CommandEncoder):
     def __init__(self, device, label=""):
         super().__init__(device, label)
         self._steps: list[Step] = []
+        self._timed: list[CpuQueryPool] = []
 
     def _sets(self, point: hal.PipelineBindPoint) -> dict[int, hal.DescriptorSet]:
         return dict(self._state.sets.get(point, {}))
@@ -204,7 +225,9 @@ class CpuCommandEncoder(hal.CommandEncoder):
         outputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.outputs]
 
         def run() -> None:
-            results = plan.run([_view(v) for v in inputs])
+            watcher = WATCHER.get()  # pyvgf.debug: capture or profile this run
+            arrays = [_view(v) for v in inputs]
+            results = plan.run(arrays) if watcher is None else watcher.graph(session.pipeline, arrays)
             for view, value in zip(outputs, results):
                 np.copyto(_view(view), value, casting="no")
 
@@ -240,6 +263,16 @@ class CpuCommandEncoder(hal.CommandEncoder):
 
     def _barrier(self):
         pass  # steps run one after another; each one's writes are visible to the next
+
+    def _write_timestamp(self, pool, index):
+        if pool not in self._timed:  # each submission starts with the pool's queries reset
+            self._timed.append(pool)
+            self._steps.insert(0, lambda: pool.ticks.fill(-1))
+
+        def run() -> None:
+            pool.ticks[index] = time.perf_counter_ns()
+
+        self._steps.append(run)
 
     def _finish(self):
         return CpuCommandBuffer(self.device, self._steps, self.label)

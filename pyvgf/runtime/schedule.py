@@ -6,8 +6,8 @@ with the graph constants bound as zero-copy views of the file. `Schedule.executi
 what one run in flight needs: the resources (memory shared within each alias group), descriptor
 sets, data graph sessions, the command buffer that dispatches every segment in order with a
 barrier between segments, and that command buffer prepared to run between the writes of the
-model's inputs and the reads of its outputs (`hal.PreparedRun`). Nothing here depends on input
-values.
+model's inputs and the reads of its outputs (`hal.PreparedRun`), optionally with a timestamp
+around each segment (for pyvgf.debug's profiles). Nothing here depends on input values.
 
 Where the device prefers device-local memory (a discrete GPU: `Device.prefers_device_local`),
 every resource and session memory is device-local, and each model input and output also gets a
@@ -59,7 +59,7 @@ class Execution:
     `prepared`: the run itself, taking one array per input binding slot and returning one per
     output slot, in the sequence's slot order (a buffer output as its bytes)."""
 
-    def __init__(self, schedule: Schedule):
+    def __init__(self, schedule: Schedule, timestamps: hal.QueryPool | None = None):
         device = self.device = schedule.device
         local = self.device_local = device.prefers_device_local
         self.resources: dict[int, hal.Tensor | hal.Buffer] = {}
@@ -91,6 +91,8 @@ class Execution:
             for i in schedule.inputs:
                 self._copy(encoder, self.host[i], self.resources[i])
             encoder.barrier()
+        if timestamps is not None:
+            encoder.write_timestamp(timestamps, 0)
         for n, plan in enumerate(schedule.segments):
             point = hal.PipelineBindPoint.DATA_GRAPH if isinstance(plan.pipeline, hal.DataGraphPipeline) \
                 else hal.PipelineBindPoint.COMPUTE
@@ -105,6 +107,8 @@ class Execution:
                 encoder.dispatch_data_graph(self._session(plan.pipeline))
             else:
                 encoder.dispatch(*plan.segment.dispatch_shape)
+            if timestamps is not None:
+                encoder.write_timestamp(timestamps, n + 1)
         if local:
             encoder.barrier()
             for i in schedule.outputs:
@@ -256,5 +260,8 @@ class Schedule:
             constants.append(hal.GraphConstant(binding.graph_constant_id, data, desc, const.sparsity_dimension))
         return constants
 
-    def execution(self) -> Execution:
-        return Execution(self)
+    def execution(self, timestamps: hal.QueryPool | None = None) -> Execution:
+        """A new execution; with `timestamps` (a pool of one query more than there are
+        segments), its command buffer writes query 0 before the first segment and query n + 1
+        when segment n has finished."""
+        return Execution(self, timestamps)

@@ -124,6 +124,8 @@ class Declarations:
         self.graph_constants: dict[int, GraphConstantDecl] = {}
         self.variables: dict[int, tuple[Type, Instruction]] = {}
         self.names: dict[int, str] = {}
+        self.strings: dict[int, str] = {}
+        """OpString id -> text (the file names OpLine refers to)."""
         self.decorations: dict[int, dict[int, int]] = {}
         self.entry_points: list[Instruction] = []
         self.graphs: dict[int, tuple[Instruction, list[Instruction]]] = {}
@@ -355,6 +357,9 @@ class Declarations:
     def _name(self, inst: Instruction) -> None:
         self.names[inst.num(0)] = inst.text(1)
 
+    def _string(self, inst: Instruction) -> None:
+        self.strings[inst.result] = inst.text(0)
+
     def _decorate(self, inst: Instruction) -> None:
         if inst.num(1) in (BINDING, DESCRIPTOR_SET):
             self.decorations.setdefault(inst.num(0), {})[inst.num(1)] = inst.num(2)
@@ -383,6 +388,7 @@ _HANDLERS: dict[str, Callable[[Declarations, Instruction], None]] = {
     "OpConstantCompositeReplicateEXT": Declarations._replicate,
     "OpGraphConstantARM": Declarations._graph_constant,
     "OpName": Declarations._name,
+    "OpString": Declarations._string,
     "OpDecorate": Declarations._decorate,
     "OpVariable": Declarations._variable,
     "OpGraphEntryPointARM": Declarations._entry_point,

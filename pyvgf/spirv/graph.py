@@ -90,6 +90,8 @@ class Node:
     operands: dict[str, Operand | tuple[Operand, ...]]
     name: str | None
     word: int
+    location: str | None = None
+    """"FILE:LINE:COLUMN" of the OpLine in force at the node, if any."""
 
     def __repr__(self) -> str:
         def ref(o: Operand | tuple[Operand, ...]) -> str:
@@ -202,6 +204,7 @@ class _Body:
         self.nodes: list[Node] = []
         self.results: list[Operand | None] = [None] * len(outputs)
         self.constants: dict[int, TensorType] = {}
+        self.location: str | None = None
 
     def build(self, name: str, head: Instruction, body: list[Instruction]) -> Graph:
         handlers = {
@@ -209,6 +212,8 @@ class _Body:
             "OpExtInst": self.ext_inst,
             "OpCompositeExtract": self.composite_extract,
             "OpGraphSetOutputARM": self.set_output,
+            "OpLine": self.line,
+            "OpNoLine": self.no_line,
         }
         for inst in body:
             handler = handlers.get(inst.opname)
@@ -274,12 +279,22 @@ class _Body:
                 operands[name] = tuple(given.get(name, ()))
             elif name in given:
                 operands[name] = given[name][0]
-        node = Node(inst.result, op, result_type, operands, self.decls.names.get(inst.result), inst.offset)
+        node = Node(inst.result, op, result_type, operands, self.decls.names.get(inst.result), inst.offset,
+                    self.location)
         self.nodes.append(node)
         if isinstance(result_type, tuple):
             self.multi[inst.result] = node
         else:
             self.values[inst.result] = Result(inst.result, inst.result, result_type)
+
+    def line(self, inst: Instruction) -> None:
+        name = self.decls.strings.get(inst.num(0))
+        if name is None:
+            raise SpirvError(f"OpLine: File %{inst.num(0)} is not an OpString", word=inst.offset)
+        self.location = f"{name}:{inst.num(1)}:{inst.num(2)}"
+
+    def no_line(self, inst: Instruction) -> None:
+        self.location = None
 
     def composite_extract(self, inst: Instruction) -> None:
         node = self.multi.get(inst.num(0))

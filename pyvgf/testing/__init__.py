@@ -1,5 +1,6 @@
 """Property testing for VGF backends: hypothesis strategies for tensors, TOSA operators and
-graphs; reference runners; and `assert_backends_agree`.
+graphs; reference runners; `assert_backends_agree`; and `bisect`, which names the first
+operator two backends disagree on.
 
 hypothesis is needed here (and only here): `pip install 'pyvgf[testing]'`. Each name loads on
 first use, so that the pytest plugin beside this package imports nothing test-only.
@@ -11,12 +12,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from .bisect import Culprit, bisect
     from .case import Domain, GraphCase
     from .compare import assert_backends_agree, tolerance
     from .reference import reference_run
     from .strategies import FAMILIES, graphs, ops, tensors
 
 _MODULE_OF = {
+    "Culprit": "bisect",
+    "bisect": "bisect",
     "Domain": "case",
     "GraphCase": "case",
     "assert_backends_agree": "compare",
@@ -30,9 +34,11 @@ _MODULE_OF = {
 
 __all__ = [
     "FAMILIES",
+    "Culprit",
     "Domain",
     "GraphCase",
     "assert_backends_agree",
+    "bisect",
     "graphs",
     "ops",
     "reference_run",

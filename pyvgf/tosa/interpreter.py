@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -134,15 +135,23 @@ class _Step:
     """Slots last used here (or never): dropped after the step, so memory follows liveness."""
 
 
+Observer = Callable[[Node, Sequence[np.ndarray], float, float], None]
+"""Called after each step of an observed run with the step's first node, its results (those of
+the last node of a fused chain: `GraphPlan.fused`) and its start and end `time.perf_counter()`."""
+
+
 class GraphPlan:
     """A graph checked, folded and scheduled once; `run` executes it, thread-safely.
 
     `constants` maps each graph constant id of `graph.constants` to its array; `ops` is the
-    operator table (the registry's `OPS` unless given).
+    operator table (the registry's `OPS` unless given). With `every_step`, nothing is folded or
+    fused: every node is a step of its own, so an observer of `run` sees every result.
     """
 
-    def __init__(self, graph: Graph, constants: Mapping[int, np.ndarray], ops: Mapping[str, OpDef] | None = None):
+    def __init__(self, graph: Graph, constants: Mapping[int, np.ndarray], ops: Mapping[str, OpDef] | None = None,
+                 *, every_step: bool = False):
         self.graph = graph
+        self.constants = constants
         self._ops = OPS if ops is None else ops
         self._bound = {cid: _bind_constant(cid, t, constants) for cid, t in graph.constants.items()}
         self._inputs = len(graph.inputs)
@@ -152,7 +161,7 @@ class GraphPlan:
         folded: list[Node] = []
         for node in graph.nodes:
             opdef, args = self._check(node)
-            if all(_is_known(a) for a in args.values()):
+            if not every_step and all(_is_known(a) for a in args.values()):
                 self._fold(node, opdef, args)
                 folded.append(node)
             else:
@@ -161,7 +170,8 @@ class GraphPlan:
                     self._values[(node.id, element)] = _Slot(self._slots)
                     self._slots += 1
         self._results = [self._resolve(op) for op in graph.results]
-        planned = self._fuse(planned)
+        if not every_step:
+            planned = self._fuse(planned)
         self._calls_blas = any(p.opdef.blas for p in planned)
         self._steps = self._schedule(planned)
         self.folded: tuple[Node, ...] = tuple(folded)
@@ -288,15 +298,18 @@ class GraphPlan:
 
     # -- running ---------------------------------------------------------------------------------
 
-    def run(self, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+    def run(self, inputs: Sequence[np.ndarray], observer: Observer | None = None) -> list[np.ndarray]:
         """Run the graph on `inputs` (graph input order, of the declared dtype and shape).
 
         Returns one new array per graph output, owned by the caller. Inputs are not modified.
+        `observer` is called after each step (see `Observer`); the loop is chosen once per run,
+        so a run without one pays nothing per step.
         """
         if len(inputs) != self._inputs:
             raise ModelInputError(f"graph {self.graph.name!r} takes {self._inputs} inputs, got {len(inputs)}")
         env: list[object] = [None] * self._slots
         env[: self._inputs] = inputs
+        call = _call if observer is None else functools.partial(_observed, observer)
         with one_blas_thread() if self._calls_blas else nullcontext():
             for step in self._steps:
                 kwargs = dict(step.static)
@@ -305,7 +318,7 @@ class GraphPlan:
                 for name, parts in step.variadic:
                     kwargs[name] = tuple(env[p.index] if isinstance(p, _Slot) else p.value
                                          for p in parts)
-                for slot, value in zip(step.outs, _call(step.node, step.fn, kwargs, step.types)):
+                for slot, value in zip(step.outs, call(step.node, step.fn, kwargs, step.types)):
                     env[slot] = value
                 for slot in step.free:
                     env[slot] = None
@@ -385,6 +398,14 @@ def _call(node: Node, fn: Callable[..., object], kwargs: dict[str, object], type
             got = TensorType(value.dtype, value.shape) if isinstance(value, np.ndarray) else type(value).__name__
             raise TosaError(f"{node.label}: result {i} is {got}, the graph declares {t}")
     return results  # type: ignore[return-value]
+
+
+def _observed(observer: Observer, node: Node, fn: Callable[..., object], kwargs: dict[str, object],
+              types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
+    start = time.perf_counter()
+    results = _call(node, fn, kwargs, types)
+    observer(node, results, start, time.perf_counter())
+    return results
 
 
 def _owned(value: np.ndarray, fresh: bool, inputs: Sequence[np.ndarray], handed: list[np.ndarray]) -> np.ndarray:

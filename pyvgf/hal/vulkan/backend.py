@@ -12,6 +12,7 @@ queue's lock.
 
 from __future__ import annotations
 
+import functools
 import threading
 import weakref
 from collections.abc import Callable
@@ -21,7 +22,7 @@ import numpy as np
 
 from ...errors import HalError
 from .. import _classes as hal
-from . import _ffi, commands, pipelines, tensors
+from . import _ffi, commands, pipelines, queries, tensors
 from ._vk import new_struct, vk
 from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance, is_unified_memory, pick_device
 
@@ -177,6 +178,14 @@ class VulkanDevice(hal.Device):
 
     def _create_command_encoder(self, label):
         return VulkanCommandEncoder(self, label)
+
+    @functools.cached_property
+    def timestamp_period(self) -> float | None:
+        clock = queries.timestamp_clock(self.ctx)
+        return None if clock is None else clock[0]
+
+    def _create_query_pool(self, count, label):
+        return VulkanQueryPool(self, count, label)
 
     def _prepare_run(self, command_buffer, inputs, outputs, label):
         if all(_host_view(r) is not None for r in (*inputs, *outputs)):
@@ -363,6 +372,7 @@ class VulkanCommandEncoder(hal.CommandEncoder):
     def __init__(self, device: VulkanDevice, label=""):
         super().__init__(device, label)
         self._commands: list[Command] = []
+        self._timed: list[VulkanQueryPool] = []
 
     def _bind_pipeline(self, point, pipeline):
         self._commands.append(lambda cb: cb.bind_pipeline(int(point), pipeline.vk))
@@ -388,6 +398,12 @@ class VulkanCommandEncoder(hal.CommandEncoder):
     def _barrier(self):
         self._commands.append(lambda cb: cb.memory_barrier())
 
+    def _write_timestamp(self, pool, index):
+        if pool not in self._timed:  # each submission starts with the pool's queries reset
+            self._timed.append(pool)
+            self._commands.insert(0, lambda cb: pool.vk.reset(cb.handle))
+        self._commands.append(lambda cb: pool.vk.write(cb.handle, index))
+
     def _finish(self):
         device: VulkanDevice = self.device
         with device.lock:
@@ -403,6 +419,15 @@ class VulkanCommandEncoder(hal.CommandEncoder):
                 raise
         self._commands = []
         return VulkanCommandBuffer(device, cb, self.label)
+
+
+class VulkanQueryPool(_Backed, hal.QueryPool):
+    def __init__(self, device: VulkanDevice, count: int, label=""):
+        super().__init__(device, count, label)
+        self.vk = queries.TimestampPool(device.ctx, count)
+
+    def _results(self):
+        return self.vk.results()
 
 
 class VulkanCommandBuffer(hal.CommandBuffer):

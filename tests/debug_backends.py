@@ -1,0 +1,39 @@
+"""Deliberately wrong backends for the bisect tests: pyvgf's cpu backend with one TOSA operator
+perturbed (its results moved by a fixed amount), as a user's own backend function."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+import pyvgf
+from pyvgf.tosa.registry import OPS
+
+
+def perturbed(op: str):
+    """A backend function (model bytes, inputs) -> outputs that gets every `op` wrong."""
+
+    def backend(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        real = OPS[op]
+
+        def wrong(**operands):  # no plan-time forms, no fusion: the op runs as it is called
+            result = real.fn(**operands)
+            if result.dtype.kind in "iu":
+                return (result.astype(np.int64) + 97).astype(result.dtype)
+            return result * np.asarray(1.25, result.dtype) + np.asarray(0.5, result.dtype)
+
+        OPS[op] = dataclasses.replace(real, fn=wrong, prepare=None, inplace=None, from_accumulator=None)
+        try:
+            model_ = pyvgf.load(model)
+        finally:
+            OPS[op] = real
+        with model_:
+            return model_.run(inputs)
+
+    backend.__name__ = f"wrong_{op.lower()}"
+    return backend
+
+
+wrong_depthwise = perturbed("DEPTHWISE_CONV2D")
+wrong_clamp = perturbed("CLAMP")
