@@ -64,3 +64,13 @@ def test_slots_out_of_input_order(vgf_model):
             diff, total = model.run(inputs)
             np.testing.assert_array_equal(diff, a - b)
             np.testing.assert_array_equal(total, a + b)
+
+
+def test_inspect_summary_shows_the_dead_input_as_unused(dead_middle_input, tmp_path, capsys):
+    from pyvgf.cli import main
+
+    path = tmp_path / "dead.vgf"
+    path.write_bytes(dead_middle_input)
+    assert main(["inspect", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[lines.index("inputs:") + 2] == "  input_1  unused by the model"

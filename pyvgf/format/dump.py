@@ -137,6 +137,12 @@ def _io_text(slots: list[BindingSlot], names: list[str]) -> str:
     return ", ".join(f"{names[k] if k < len(names) else '?'}=r{x.mrt_index}" for k, x in enumerate(slots))
 
 
+def _resource_text(vgf: VGF, mrt: int | None) -> str:
+    if mrt is None:
+        return "unused by the model"
+    return f"{_dtype(vgf.resources[mrt].format):8} {_shape(vgf.resources[mrt].shape)}"
+
+
 def overview(
     vgf: VGF,
     inputs: list[tuple[str, int | None]],
@@ -150,11 +156,7 @@ def overview(
 
     def io(rows: list[tuple[str, int | None]]) -> list[str]:
         width = max((len(name) for name, _ in rows), default=0)
-        return [
-            f"  {name:{width}}  "
-            + ("unused by the model" if m is None else f"{_dtype(vgf.resources[m].format):8} {_shape(vgf.resources[m].shape)}")
-            for name, m in rows
-        ]
+        return [f"  {name:{width}}  {_resource_text(vgf, m)}" for name, m in rows]
 
     segments = vgf.sequence.segments
     total: dict[str, int] = {}

@@ -19,6 +19,8 @@ INSTALL = "pip install 'pyvgf[vulkan]'"
 
 _LAZY = {"request_adapter": "backend", "diagnose": "doctor"}
 
+__all__ = ["INSTALL", "diagnose", "request_adapter", "require"]
+
 
 def require() -> None:
     """HalError naming the install command unless the `vulkan` extra is installed."""
