@@ -83,7 +83,8 @@ def test_readme_python_example_runs_as_written(index, tmp_path):
     nodes = list(ast.walk(ast.parse(code)))
     imported = {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.module}
-    missing = [name for name in sorted({m.partition(".")[0] for m in imported}) if importlib.util.find_spec(name) is None]
+    packages = sorted({m.partition(".")[0] for m in imported})
+    missing = [name for name in packages if importlib.util.find_spec(name) is None]
     if missing:
         pytest.skip(f"README example {index} needs {', '.join(missing)}")
     shutil.copy(EXAMPLE, tmp_path / "model.vgf")
