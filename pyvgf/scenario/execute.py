@@ -70,7 +70,8 @@ def _npy(path: Path, where: str) -> np.ndarray:
 
 
 class _Substituting(Schedule):
-    """The runtime's Schedule, with compute modules replaced by the scenario's shaders."""
+    """The runtime's Schedule, with compute modules replaced by the scenario's shaders (by
+    overriding the hook that gives each segment its shader module)."""
 
     def __init__(self, vgf: VGF, device: hal.Device, modules: Mapping[str, hal.ShaderModule]):
         self.substituted = dict(modules)
@@ -120,7 +121,6 @@ class ScenarioRun:
         self.device = device
         self.local = device.prefers_device_local
         self.stand_ins = dict(shaders or {})
-        self.vgfs: dict[str, VGF] = {}
         self.schedules: dict[str, Schedule] = {}
         self.resources: dict[object, hal.Tensor | hal.Buffer] = {}
         """Scenario tensors and buffers by uid, VGF intermediates by (graph uid, MRT index)."""
@@ -190,11 +190,10 @@ class ScenarioRun:
                 self.schedules[command.graph] = _Substituting(vgf, self.device, modules)
             except VGFError as exc:
                 raise _wrap(command.path, exc) from None
-            self.vgfs[command.graph] = vgf
 
     def _interface(self, command: DispatchGraph) -> dict[int, str]:
         """MRT index -> scenario uid of every model input and output the command binds."""
-        vgf = self.vgfs[command.graph]
+        vgf = self.schedules[command.graph].vgf
         slots = {}
         for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
             for k, slot in enumerate(entries):
@@ -404,16 +403,22 @@ class ScenarioRun:
     # -- running
 
     def upload(self) -> None:
-        """Write each resource's `src` data (in file order: a later one wins where memory is shared)."""
+        """Write each resource's `src` data, or zeros where it has none and shares no memory (in
+        file order: a later one wins where memory is shared), as scenario_runner does."""
         queue = self.device.queue
         for uid, r in self.plan.resources.items():
-            if not isinstance(r, (TensorResource, BufferResource)) or r.src is None:
+            if not isinstance(r, (TensorResource, BufferResource)):
                 continue
-            where = f"{r.path}.src"
-            raw = np.ascontiguousarray(_npy(r.src, where)).reshape(-1).view(np.uint8)
             res = self.resources[uid]
+            where = f"{r.path}.src"
+            nbytes = int(np.prod(res.shape)) * res.dtype.itemsize if isinstance(res, hal.Tensor) else res.size
+            if r.src is not None:
+                raw = np.ascontiguousarray(_npy(r.src, where)).reshape(-1).view(np.uint8)
+            elif res.memory is None:
+                raw = np.zeros(nbytes, np.uint8)
+            else:
+                continue
             if isinstance(res, hal.Tensor):
-                nbytes = int(np.prod(res.shape)) * res.dtype.itemsize
                 if raw.size != nbytes:
                     raise ScenarioError(f"{r.src} holds {raw.size} bytes of data, tensor {uid!r} ({res.description}) "
                                         f"takes {nbytes}", path=where)
