@@ -256,7 +256,9 @@ def test_scenario_runner_flags(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert np.load(tmp_path / "out" / "c.npy").sum() == 2 * 128
     doc = json.loads(profile.read_text())
-    assert doc["format"] == scenario.PROFILE_FORMAT and [i["iteration"] for i in doc["iterations"]] == [0, 1, 2]
+    runs = [e for e in doc["traceEvents"] if e.get("cat") == "run"]
+    assert [e["args"]["run"] for e in runs] == [0, 1, 2] and all(e["dur"] >= 0 for e in runs)
+    assert doc["otherData"]["backend"] == "cpu" and "setup" in doc["otherData"]["note"]
     same = _cli("scenario", "--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "o2"))
     assert same.returncode == 0 and (tmp_path / "o2" / "c.npy").is_file()
 

@@ -14,7 +14,6 @@ bfloat16 as `V2` bytes; buffers as int8 bytes), in file order.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -39,8 +38,6 @@ from .parse import (
     ShaderResource,
     TensorResource,
 )
-
-PROFILE_FORMAT = "pyvgf-scenario-profile/1"
 
 _NPY_RAW = {"bfloat16": "V2", "float8_e4m3fn": "V1", "float8_e5m2": "u1"}
 """Formats scenario_runner writes as raw bytes, not as numpy floats (their npy dtype)."""
@@ -429,14 +426,14 @@ class ScenarioRun:
                                         path=where)
                 queue.write_buffer(res, raw)
 
-    def run(self, repeat: int = 1) -> list[float]:
-        """Submit the command buffer `repeat` times, each after the last finished; returns the
-        seconds each took (submit to fence)."""
+    def run(self, repeat: int = 1) -> list[tuple[float, float]]:
+        """Submit the command buffer `repeat` times, each after the last finished; returns when
+        each began and ended (submit to fence, `time.perf_counter()` seconds)."""
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
             self.device.queue.submit([self.command_buffer]).wait()
-            times.append(time.perf_counter() - start)
+            times.append((start, time.perf_counter()))
         return times
 
     def save(self) -> list[Path]:
@@ -463,11 +460,15 @@ class ScenarioRun:
 
 @dataclass(frozen=True)
 class ScenarioResult:
-    """What `run` did: the files written and the seconds each repeat took."""
+    """What `run` did: the files written, the setup's seconds and each repeat's (start, end)."""
 
     outputs: list[Path]
     setup_s: float
-    repeat_s: list[float]
+    runs: list[tuple[float, float]]
+
+    @property
+    def repeat_s(self) -> list[float]:
+        return [end - start for start, end in self.runs]
 
 
 def run(plan: ScenarioPlan, backend: str = "cpu", *, repeat: int = 1, dry_run: bool = False,
@@ -497,15 +498,18 @@ def run(plan: ScenarioPlan, backend: str = "cpu", *, repeat: int = 1, dry_run: b
         adapter.destroy()
     result = ScenarioResult(outputs, setup, times)
     if profiling_dump_path is not None:
-        _write_profile(Path(profiling_dump_path), plan, backend, result, dry_run)
+        _write_profile(Path(profiling_dump_path), backend, result, dry_run)
     return result
 
 
-def _write_profile(path: Path, plan: ScenarioPlan, backend: str, result: ScenarioResult, dry_run: bool) -> None:
-    profile = {"format": PROFILE_FORMAT, "scenario": str(plan.file) if plan.file else None, "backend": backend,
-               "dry_run": dry_run, "setup_s": result.setup_s,
-               "iterations": [{"iteration": i, "wall_s": s} for i, s in enumerate(result.repeat_s)]}
+def _write_profile(path: Path, backend: str, result: ScenarioResult, dry_run: bool) -> None:
+    """pyvgf's profile (`pyvgf.debug.Profile`) as a Chrome trace: one "run" event per repeat."""
+    from ..debug import Event, Profile
+
+    events = [Event("run", i, None, "", start, end) for i, (start, end) in enumerate(result.runs)]
+    note = f"scenario setup {result.setup_s * 1e3:.1f} ms before the runs; the commands are not timed one by one"
+    profile = Profile(backend, len(events), events, note + ("; a dry run runs nothing" if dry_run else ""))
     try:
-        path.write_text(json.dumps(profile, indent=2) + "\n")
+        profile.write_trace(path)
     except OSError as exc:
         raise ScenarioError(f"cannot write the profile {path}: {exc.strerror or exc}") from None
