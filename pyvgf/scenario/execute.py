@@ -37,6 +37,8 @@ from .parse import (
     ScenarioPlan,
     ShaderResource,
     TensorResource,
+    loads,
+    parse,
 )
 
 _NPY_RAW = {"bfloat16": "V2", "float8_e4m3fn": "V1", "float8_e5m2": "u1"}
@@ -513,3 +515,13 @@ def _write_profile(path: Path, backend: str, result: ScenarioResult, dry_run: bo
         profile.write_trace(path)
     except OSError as exc:
         raise ScenarioError(f"cannot write the profile {path}: {exc.strerror or exc}") from None
+
+
+def fuzz_target(data: bytes) -> None:
+    """Parse scenario JSON bytes and run them on the cpu backend, writing into a temporary folder
+    (relative paths resolve there; a corpus names real files by absolute path). Returns, or
+    raises a VGFError: the fuzz harness's (pyvgf.testing.fuzz) contract."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pyvgf-scenario-fuzz-") as folder:
+        run(parse(loads(data), folder), "cpu")
