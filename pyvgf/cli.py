@@ -381,7 +381,7 @@ def _scenario_arguments(p: argparse.ArgumentParser, positional: bool) -> None:
     p.add_argument("--repeat", type=int, default=1, help="run the commands N times (default 1)")
     p.add_argument("--dry-run", action="store_true", help="set everything up; run and write nothing")
     p.add_argument("--profiling-dump-path", metavar="FILE",
-                   help="write the setup and per-repeat times as JSON (format pyvgf-scenario-profile/1)")
+                   help="write each repeat's time as pyvgf's profile, a Chrome trace (as pyvgf run --trace)")
     p.add_argument("--shaders", action="append", default=[], metavar="FILE.py",
                    help="Python file whose SHADERS dict maps shader uids or VGF compute module names to "
                         "stand-ins for the cpu backend (repeatable)")

@@ -13,7 +13,7 @@ from pathlib import Path
 import fixtures  # tools/fixtures.py
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from pyvgf import scenario
@@ -198,6 +198,12 @@ def _paths(value, prefix=()):
             yield from _paths(v, (*prefix, i))
 
 
+def _get(doc, path):
+    for key in path:
+        doc = doc[key]
+    return doc
+
+
 @st.composite
 def _mutated(draw, base: dict) -> dict:
     doc = copy.deepcopy(base)
@@ -209,8 +215,22 @@ def _mutated(draw, base: dict) -> dict:
         parent = doc
         for key in path[:-1]:
             parent = parent[key]
-        action = draw(st.sampled_from(["replace", "delete", "add"]))
-        if action == "delete":
+        action = draw(st.sampled_from(["replace", "delete", "add", "retype", "retype"]))
+        old = parent[path[-1]]
+        if action == "retype":
+            # a value of the same type: the document stays well-formed more often, so the run is fuzzed too
+            strings = [v for p in _paths(doc) if isinstance(v := _get(doc, p), str)]
+            if isinstance(old, bool):
+                parent[path[-1]] = not old
+            elif isinstance(old, int):
+                parent[path[-1]] = draw(st.sampled_from([0, 1, 2, 3, 4, 8, 16, 512, old + 1, old * 2]))
+            elif isinstance(old, str):
+                parent[path[-1]] = draw(st.sampled_from(strings))
+            elif isinstance(old, list) and old:
+                copied = list(old)
+                draw(st.randoms()).shuffle(copied)
+                parent[path[-1]] = copied + draw(st.sampled_from([[], copied[:1]]))
+        elif action == "delete":
             del parent[path[-1]]
         elif action == "replace":
             parent[path[-1]] = draw(_JSON | st.sampled_from(["a", "g", "m", "c", -1, 0, 2**32, [], {}]))
@@ -224,16 +244,49 @@ def _mutated(draw, base: dict) -> dict:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzzed_scenarios_give_clear_errors(tmp_path: Path, data) -> None:
+    """Mutated documents: a ScenarioError naming a JSON path, or a run whose errors are pyvgf's."""
     doc = data.draw(_mutated(_base(tmp_path)))
     try:
-        plan = scenario.parse(doc, tmp_path)
+        plan = scenario.parse(doc, tmp_path, tmp_path / "out")
     except ScenarioError as exc:
-        assert exc.path and str(exc).startswith(exc.path)
+        assert exc.path and str(exc).startswith(exc.path + ": ")
+        event("refused by the parser")
         return
+    (tmp_path / "out").mkdir(exist_ok=True)
     try:
-        scenario.run(plan, "cpu", dry_run=True)
+        scenario.run(plan, "cpu", dry_run=data.draw(st.booleans()))
+        event("ran")
     except VGFError as exc:
         assert str(exc)
+        event(f"refused by the run: {type(exc).__name__}")
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_fuzzed_scenario_bytes_give_clear_errors(tmp_path: Path, data) -> None:
+    """Mutated bytes of the JSON text (absolute paths: the files exist) through fuzz_target, the
+    entry point of pyvgf.testing.fuzz's worker processes."""
+    doc = _base(tmp_path)
+    for entry in doc["resources"]:
+        body = next(iter(entry.values()))
+        if "src" in body:
+            body["src"] = str(tmp_path / body["src"])
+    text = bytearray(json.dumps(doc).encode())
+    for _ in range(data.draw(st.integers(1, 4))):
+        at = data.draw(st.integers(0, len(text) - 1))
+        action = data.draw(st.sampled_from(["flip", "delete", "insert"]))
+        if action == "flip":
+            text[at] = data.draw(st.sampled_from(b'{}[]",:0123456789-e.atn\\ x\x00\xff'))
+        elif action == "delete":
+            del text[at:at + data.draw(st.integers(1, 8))]
+        else:
+            text[at:at] = data.draw(st.sampled_from([b"[", b"{", b'"', b"1e999", b"-1", b'"a":1,', b"null"]))
+    try:
+        scenario.fuzz_target(bytes(text))
+        event("ran")
+    except VGFError as exc:
+        assert str(exc)
+        event("not JSON" if "not valid JSON" in str(exc) else "refused after decoding")
 
 
 # -- the command lines --------------------------------------------------------------------------
@@ -256,7 +309,9 @@ def test_scenario_runner_flags(tmp_path: Path) -> None:
     assert run.returncode == 0, run.stderr
     assert np.load(tmp_path / "out" / "c.npy").sum() == 2 * 128
     doc = json.loads(profile.read_text())
-    assert doc["format"] == scenario.PROFILE_FORMAT and [i["iteration"] for i in doc["iterations"]] == [0, 1, 2]
+    runs = [e for e in doc["traceEvents"] if e.get("cat") == "run"]
+    assert [e["args"]["run"] for e in runs] == [0, 1, 2] and all(e["dur"] >= 0 for e in runs)
+    assert doc["otherData"]["backend"] == "cpu" and "setup" in doc["otherData"]["note"]
     same = _cli("scenario", "--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "o2"))
     assert same.returncode == 0 and (tmp_path / "o2" / "c.npy").is_file()
 

@@ -7,9 +7,9 @@
 See spec/scenario.md for what is supported.
 """
 
-from .execute import PROFILE_FORMAT, ScenarioResult, ScenarioRun, run
-from .parse import ScenarioPlan, load, parse
+from .execute import ScenarioResult, ScenarioRun, fuzz_target, run
+from .parse import ScenarioPlan, load, loads, parse
 from .template import template, write_template
 
-__all__ = ["PROFILE_FORMAT", "ScenarioPlan", "ScenarioResult", "ScenarioRun", "load", "parse", "run", "template",
-           "write_template"]
+__all__ = ["ScenarioPlan", "ScenarioResult", "ScenarioRun", "fuzz_target", "load", "loads", "parse", "run",
+           "template", "write_template"]

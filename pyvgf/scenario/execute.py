@@ -14,7 +14,6 @@ bfloat16 as `V2` bytes; buffers as int8 bytes), in file order.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping
@@ -38,9 +37,9 @@ from .parse import (
     ScenarioPlan,
     ShaderResource,
     TensorResource,
+    loads,
+    parse,
 )
-
-PROFILE_FORMAT = "pyvgf-scenario-profile/1"
 
 _NPY_RAW = {"bfloat16": "V2", "float8_e4m3fn": "V1", "float8_e5m2": "u1"}
 """Formats scenario_runner writes as raw bytes, not as numpy floats (their npy dtype)."""
@@ -70,7 +69,8 @@ def _npy(path: Path, where: str) -> np.ndarray:
 
 
 class _Substituting(Schedule):
-    """The runtime's Schedule, with compute modules replaced by the scenario's shaders."""
+    """The runtime's Schedule, with compute modules replaced by the scenario's shaders (by
+    overriding the hook that gives each segment its shader module)."""
 
     def __init__(self, vgf: VGF, device: hal.Device, modules: Mapping[str, hal.ShaderModule]):
         self.substituted = dict(modules)
@@ -120,7 +120,6 @@ class ScenarioRun:
         self.device = device
         self.local = device.prefers_device_local
         self.stand_ins = dict(shaders or {})
-        self.vgfs: dict[str, VGF] = {}
         self.schedules: dict[str, Schedule] = {}
         self.resources: dict[object, hal.Tensor | hal.Buffer] = {}
         """Scenario tensors and buffers by uid, VGF intermediates by (graph uid, MRT index)."""
@@ -190,11 +189,10 @@ class ScenarioRun:
                 self.schedules[command.graph] = _Substituting(vgf, self.device, modules)
             except VGFError as exc:
                 raise _wrap(command.path, exc) from None
-            self.vgfs[command.graph] = vgf
 
     def _interface(self, command: DispatchGraph) -> dict[int, str]:
         """MRT index -> scenario uid of every model input and output the command binds."""
-        vgf = self.vgfs[command.graph]
+        vgf = self.schedules[command.graph].vgf
         slots = {}
         for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
             for k, slot in enumerate(entries):
@@ -404,16 +402,22 @@ class ScenarioRun:
     # -- running
 
     def upload(self) -> None:
-        """Write each resource's `src` data (in file order: a later one wins where memory is shared)."""
+        """Write each resource's `src` data, or zeros where it has none and shares no memory (in
+        file order: a later one wins where memory is shared), as scenario_runner does."""
         queue = self.device.queue
         for uid, r in self.plan.resources.items():
-            if not isinstance(r, (TensorResource, BufferResource)) or r.src is None:
+            if not isinstance(r, (TensorResource, BufferResource)):
                 continue
-            where = f"{r.path}.src"
-            raw = np.ascontiguousarray(_npy(r.src, where)).reshape(-1).view(np.uint8)
             res = self.resources[uid]
+            where = f"{r.path}.src"
+            nbytes = int(np.prod(res.shape)) * res.dtype.itemsize if isinstance(res, hal.Tensor) else res.size
+            if r.src is not None:
+                raw = np.ascontiguousarray(_npy(r.src, where)).reshape(-1).view(np.uint8)
+            elif res.memory is None:
+                raw = np.zeros(nbytes, np.uint8)
+            else:
+                continue
             if isinstance(res, hal.Tensor):
-                nbytes = int(np.prod(res.shape)) * res.dtype.itemsize
                 if raw.size != nbytes:
                     raise ScenarioError(f"{r.src} holds {raw.size} bytes of data, tensor {uid!r} ({res.description}) "
                                         f"takes {nbytes}", path=where)
@@ -424,14 +428,14 @@ class ScenarioRun:
                                         path=where)
                 queue.write_buffer(res, raw)
 
-    def run(self, repeat: int = 1) -> list[float]:
-        """Submit the command buffer `repeat` times, each after the last finished; returns the
-        seconds each took (submit to fence)."""
+    def run(self, repeat: int = 1) -> list[tuple[float, float]]:
+        """Submit the command buffer `repeat` times, each after the last finished; returns when
+        each began and ended (submit to fence, `time.perf_counter()` seconds)."""
         times = []
         for _ in range(repeat):
             start = time.perf_counter()
             self.device.queue.submit([self.command_buffer]).wait()
-            times.append(time.perf_counter() - start)
+            times.append((start, time.perf_counter()))
         return times
 
     def save(self) -> list[Path]:
@@ -458,11 +462,15 @@ class ScenarioRun:
 
 @dataclass(frozen=True)
 class ScenarioResult:
-    """What `run` did: the files written and the seconds each repeat took."""
+    """What `run` did: the files written, the setup's seconds and each repeat's (start, end)."""
 
     outputs: list[Path]
     setup_s: float
-    repeat_s: list[float]
+    runs: list[tuple[float, float]]
+
+    @property
+    def repeat_s(self) -> list[float]:
+        return [end - start for start, end in self.runs]
 
 
 def run(plan: ScenarioPlan, backend: str = "cpu", *, repeat: int = 1, dry_run: bool = False,
@@ -492,15 +500,28 @@ def run(plan: ScenarioPlan, backend: str = "cpu", *, repeat: int = 1, dry_run: b
         adapter.destroy()
     result = ScenarioResult(outputs, setup, times)
     if profiling_dump_path is not None:
-        _write_profile(Path(profiling_dump_path), plan, backend, result, dry_run)
+        _write_profile(Path(profiling_dump_path), backend, result, dry_run)
     return result
 
 
-def _write_profile(path: Path, plan: ScenarioPlan, backend: str, result: ScenarioResult, dry_run: bool) -> None:
-    profile = {"format": PROFILE_FORMAT, "scenario": str(plan.file) if plan.file else None, "backend": backend,
-               "dry_run": dry_run, "setup_s": result.setup_s,
-               "iterations": [{"iteration": i, "wall_s": s} for i, s in enumerate(result.repeat_s)]}
+def _write_profile(path: Path, backend: str, result: ScenarioResult, dry_run: bool) -> None:
+    """pyvgf's profile (`pyvgf.debug.Profile`) as a Chrome trace: one "run" event per repeat."""
+    from ..debug import Event, Profile
+
+    events = [Event("run", i, None, "", start, end) for i, (start, end) in enumerate(result.runs)]
+    note = f"scenario setup {result.setup_s * 1e3:.1f} ms before the runs; the commands are not timed one by one"
+    profile = Profile(backend, len(events), events, note + ("; a dry run runs nothing" if dry_run else ""))
     try:
-        path.write_text(json.dumps(profile, indent=2) + "\n")
+        profile.write_trace(path)
     except OSError as exc:
         raise ScenarioError(f"cannot write the profile {path}: {exc.strerror or exc}") from None
+
+
+def fuzz_target(data: bytes) -> None:
+    """Parse scenario JSON bytes and run them on the cpu backend, writing into a temporary folder
+    (relative paths resolve there; a corpus names real files by absolute path). Returns, or
+    raises a VGFError: the fuzz harness's (pyvgf.testing.fuzz) contract."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="pyvgf-scenario-fuzz-") as folder:
+        run(parse(loads(data), folder), "cpu")

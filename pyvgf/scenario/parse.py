@@ -545,8 +545,12 @@ def load(path: str | os.PathLike, output: str | os.PathLike | None = None) -> Sc
         text = path.read_bytes()
     except OSError as exc:
         raise ScenarioError(f"cannot read the scenario file: {exc.strerror or exc}", path=str(path)) from None
+    return parse(loads(text, str(path)), path.parent, output, file=path)
+
+
+def loads(text: bytes | str, where: str = "scenario") -> Any:
+    """The decoded JSON of a scenario file's text; a ScenarioError at `where` if it is not JSON."""
     try:
-        data = json.loads(text)
+        return json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise ScenarioError(f"not valid JSON: {exc}", path=str(path)) from None
-    return parse(data, path.parent, output, file=path)
+        raise ScenarioError(f"not valid JSON: {exc}", path=where) from None
