@@ -16,7 +16,7 @@ from debug_backends import perturbed, wrong_clamp
 import pyvgf
 from pyvgf.build import Graph
 from pyvgf.cli import main
-from pyvgf.testing import bisect
+from pyvgf.testing import bisect, reference_run
 
 
 def _first(model, op: str) -> int:
@@ -57,6 +57,9 @@ def test_the_reproducer_replays_the_disagreement(tmp_path):
     np.testing.assert_array_equal(got, np.load(folder / "output_0.cpu.npy"))
     np.testing.assert_array_equal(got, np.clip(x, 0, 6))  # fed the conv's value, clamped alone
     assert not np.array_equal(got, np.load(folder / "output_0.wrong_clamp.npy"))
+    # the reproducer's MLIR is valid TOSA: Arm's reference model gives the cpu backend's result
+    (want,) = reference_run((folder / "op.mlir").read_text(), [x])
+    np.testing.assert_array_equal(got, want)
     facts = json.loads((folder / "culprit.json").read_text())
     assert facts["op"] == "CLAMP" and facts["attributes"] == {"min_val": 0.0, "max_val": 6.0, "nan_mode": "PROPAGATE"}
 

@@ -229,3 +229,18 @@ def test_values_carry_the_opline_of_the_module():
         cap = debug.capture(model, [_int8_input(model)])
     assert [v.location for v in cap.values] == [None] + ["net.py:42:7"] * (len(cap.values) - 1)
     assert " at net.py:42:7: " in str(cap.values[1])
+
+
+def test_a_run_without_a_watcher_takes_no_observed_path(monkeypatch):
+    from pyvgf.tosa import interpreter
+
+    def observed(*args):
+        raise AssertionError("a plain run called the observer path")
+
+    with pyvgf.load(fixtures.model("interpreter_fuse_i8")) as model:
+        x = _int8_input(model)
+        want = model.run([x])
+        monkeypatch.setattr(interpreter, "_observed", observed)
+        np.testing.assert_array_equal(model.run([x])[0], want[0])
+        with pytest.raises(AssertionError, match="the observer path"):  # the patch is in effect
+            debug.profile(model, [x])

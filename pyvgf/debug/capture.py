@@ -135,7 +135,8 @@ class Capture:
                 entry["stored_as"] = stored
             entries.append(entry)
         index = out / "index.json"
-        index.write_text(json.dumps({"values": entries}, indent=1) + "\n")
+        lines = ",\n".join("  " + json.dumps(entry) for entry in entries)  # one value a line
+        index.write_text('{"values": [\n' + lines + "\n]}\n")
         return index
 
 
