@@ -23,6 +23,7 @@ _SWAPPED_MAGIC = int.from_bytes(tables.MAGIC.to_bytes(4, "little"), "big")
 _OP_EXT_INST_IMPORT = 11
 _OP_TYPE_INT = 21
 _OP_TYPE_FLOAT = 22
+_NOP = 1 << 16  # OpNop: one word, opcode 0
 
 
 class Operand(NamedTuple):
@@ -103,12 +104,13 @@ def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) 
 def decode(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> Module:
     """Decode a whole SPIR-V module (bytes in either byte order, or 32-bit words)."""
     words = as_words(data)
-    return _Decoder(words.tolist()).module()
+    return _Decoder(words.tolist(), words.astype("<u4").tobytes()).module()
 
 
 class _Decoder:
-    def __init__(self, words: list[int]):
+    def __init__(self, words: list[int], raw: bytes):
         self.words = words
+        self.raw = raw  # the same words as little-endian bytes, for literal strings
         self.defined: set[int] = set()
         self.ext_sets: dict[int, str] = {}
         self.widths: dict[int, int] = {}  # scalar numeric type id -> bit width
@@ -132,6 +134,9 @@ class _Decoder:
         end = len(w)
         while pos < end:
             first = w[pos]
+            if first == _NOP:  # no meaning: dropped (SPIR-V: it "can safely be removed")
+                pos += 1
+                continue
             count, opcode = first >> 16, first & 0xFFFF
             if count == 0:
                 raise SpirvError(f"instruction word count 0 (opcode {opcode})", word=pos)
@@ -233,17 +238,11 @@ class _Decoder:
             raise self.fail(f"operand kind {kind} is not supported")
 
     def string(self, what: str) -> str:
-        raw = bytearray()
-        while True:
-            if self.at >= self.end:
-                raise self.fail(f"literal string {what} has no terminating NUL")
-            chunk = self.words[self.at].to_bytes(4, "little")
-            self.at += 1
-            nul = chunk.find(0)
-            if nul >= 0:
-                raw += chunk[:nul]
-                break
-            raw += chunk
+        nul = self.raw.find(0, 4 * self.at, 4 * self.end)
+        if nul < 0:
+            raise self.fail(f"literal string {what} has no terminating NUL")
+        raw = self.raw[4 * self.at : nul]
+        self.at = nul // 4 + 1
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
