@@ -453,5 +453,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _one_line(exc: BaseException) -> str:
     """An error as one line: its message (or its type when it has none), newlines folded."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    return text if isinstance(exc, VGFError) else f"{type(exc).__name__}: {text}"
+    text = " ".join(str(exc).split())
+    if isinstance(exc, VGFError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -49,9 +49,9 @@ def check(vgf: VGF) -> dict[int, GraphPlan]:
         if seg.type == ModuleType.COMPUTE and seg.dispatch_shape is None:
             raise VGFFormatError(f"{where} is a compute segment without a dispatch shape", section=SEQUENCE)
         if module.code_type != CodeType.SPIRV or module.code is None:
-            if seg.type == ModuleType.GRAPH or module.code is None:
+            if seg.type == ModuleType.GRAPH:
                 raise VGFFormatError(f"{where} holds no SPIR-V code", section="module table")
-            continue
+            continue  # a compute shader's source, or none (the cpu backend runs a stand-in)
         try:
             if seg.type == ModuleType.GRAPH:
                 plans[n] = _graph(vgf, seg, module.code, module.entry_point)

@@ -75,6 +75,20 @@ class Module:
     ext_inst_sets: dict[int, str]
 
 
+def _fixed_layouts() -> dict[int, tuple[tuple[str, str], ...]]:
+    """Opcode -> (kind, name) of each operand, for instructions whose every operand is one
+    required id, literal word or string (what `_Decoder.fixed` decodes)."""
+    simple = {"IdRef", "IdResultType", "IdResult", "LiteralInteger", "LiteralString"}
+    out = {}
+    for opcode, (_, layout) in tables.INSTRUCTIONS.items():
+        if all(q == "" and kind in simple for kind, q, _ in layout):
+            out[opcode] = tuple((kind, name or kind) for kind, _, name in layout)
+    return out
+
+
+_FIXED = _fixed_layouts()
+
+
 def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> np.ndarray:
     """The module's words as a native uint32 array (the caller's data is never modified)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -160,7 +174,11 @@ class _Decoder:
         self.result_type = 0
         self.result = 0
         operands: list[Operand] = []
-        self.layout(layout, operands)
+        fast = _FIXED.get(opcode)
+        if fast is not None:
+            self.fixed(fast, operands)
+        else:
+            self.layout(layout, operands)
         if self.at != end:
             raise SpirvError(f"{opname} has {end - self.at} words after its last operand", word=start)
         result = Instruction(start, opcode, opname, self.result_type, self.result, tuple(operands))
@@ -172,6 +190,38 @@ class _Decoder:
             elif opcode == _OP_EXT_INST_IMPORT:
                 self.ext_sets[self.result] = result.text(0)
         return result
+
+    def fixed(self, layout: tuple[tuple[str, str], ...], out: list[Operand]) -> None:
+        """`layout` for instructions whose operands are each one id, one literal word or one
+        string (most of a module): the same checks as `operand`, in one loop."""
+        words, bound, end = self.words, self.bound, self.end
+        at = self.at
+        for kind, what in layout:
+            if at >= end:
+                self.at = at
+                raise self.fail(f"instruction ends before operand {what}")
+            value = words[at]
+            if kind == "LiteralString":
+                self.at = at
+                out.append(Operand(kind, what, self.string(what)))
+                at = self.at
+                continue
+            at += 1
+            if kind == "LiteralInteger":
+                out.append(Operand(kind, what, value))
+                continue
+            if not 0 < value < bound:
+                raise self.fail(f"operand {what} id {value} is outside 1..{bound - 1}")
+            if kind == "IdRef":
+                out.append(Operand(kind, what, value))
+            elif kind == "IdResultType":
+                self.result_type = value
+            else:  # IdResult
+                if value in self.defined:
+                    raise self.fail(f"id {value} is defined twice")
+                self.defined.add(value)
+                self.result = value
+        self.at = at
 
     def fail(self, message: str) -> SpirvError:
         return SpirvError(f"{self.opname}: {message}", word=self.start)
@@ -303,6 +353,8 @@ class _Decoder:
                     out.append(Operand("IdRef", name, self.ref(name)))
             elif quantifier == "" or self.at < self.end:
                 out.append(Operand("IdRef", name, self.ref(name)))
+        if self.at < self.end:
+            raise self.fail(f"{self.end - self.at} operand(s) more than the {len(layout)} {op} takes")
         self.opname = "OpExtInst"
 
     def spec_constant_op(self, name: str, out: list[Operand]) -> None:
