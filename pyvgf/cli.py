@@ -10,6 +10,10 @@
     pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
     pyvgf scenario S.json --output DIR [--backend cpu] [--repeat N] [--dry-run] [--profiling-dump-path F]
     pyvgf inspect MODEL.vgf --scenario-template DIR
+
+Errors: `main` turns every pyvgf error, MemoryError and OS error of any subcommand into one
+line on stderr and exit status 1 (anything else, a pyvgf bug, into one line and status 2);
+`--debug` (before or after the subcommand) shows the traceback instead.
 """
 
 from __future__ import annotations
@@ -411,6 +415,8 @@ def main(argv: list[str] | None = None) -> int:
     """Run the `pyvgf` command line; returns the exit status."""
     parser = argparse.ArgumentParser(prog="pyvgf", description="Inspect and run VGF models.")
     parser.add_argument("--version", action="version", version=f"pyvgf {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="on an error, show the Python traceback instead of one line")
     sub = parser.add_subparsers(dest="command", required=True)
     _add_inspect(sub)
     _add_run(sub)
@@ -419,11 +425,35 @@ def main(argv: list[str] | None = None) -> int:
     _add_bench(sub)
     _add_scenario(sub)
     args, args.extra = parser.parse_known_args(argv)
+    if "--debug" in args.extra and args.command != "bench":  # also after the subcommand
+        args.extra.remove("--debug")
+        args.debug = True
     if args.extra and args.command != "bench":
         parser.error(f"unrecognized arguments: {' '.join(args.extra)}")
     args.prog = f"pyvgf {args.command}"
     try:
         return args.func(args)
-    except (VGFError, ValueError, OSError) as exc:
-        print(f"pyvgf {args.command}: {exc}", file=sys.stderr)
+    except (VGFError, ValueError, OSError, MemoryError, RecursionError) as exc:
+        if args.debug:
+            raise
+        print(f"pyvgf {args.command}: {_one_line(exc)}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        if args.debug:
+            raise
+        print(f"pyvgf {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the command line never shows a bare traceback
+        if args.debug:
+            raise
+        print(f"pyvgf {args.command}: internal error, please report it with the output of --debug: "
+              f"{_one_line(exc)}", file=sys.stderr)
+        return 2
+
+
+def _one_line(exc: BaseException) -> str:
+    """An error as one line: its message (or its type when it has none), newlines folded."""
+    text = " ".join(str(exc).split())
+    if isinstance(exc, VGFError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -33,18 +33,55 @@ def _big_model() -> VGF:
     return VGF(Header(), [], ModelSequence(), [resource], [Constant(0, data.view(np.uint8))])
 
 
-def test_reading_a_large_file_copies_no_constant(tmp_path):
-    path = tmp_path / "big.vgf"
-    path.write_bytes(write(_big_model()))
+def _read_peak(path, **options) -> tuple[int, np.ndarray]:
     tracemalloc.start()
     try:
-        vgf = read(path)
+        vgf = read(path, **options)
         weights = vgf.constant_array(0)
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    assert peak < 2**20, f"read() allocated {peak} bytes for a {BIG}-byte constant"
+    return peak, weights
+
+
+def test_reading_a_file_copies_it_once(tmp_path):
+    """By default the file is read into memory once; its constants are views of that copy."""
+    path = tmp_path / "big.vgf"
+    path.write_bytes(write(_big_model()))
+    peak, weights = _read_peak(path)
+    size = path.stat().st_size
+    assert size <= peak < size + 2**20, f"read() allocated {peak} bytes for a {size}-byte file"
     assert weights[-1] == BIG // 4 - 1 and not weights.flags.writeable
+
+
+def test_reading_with_mmap_copies_no_constant(tmp_path):
+    path = tmp_path / "big.vgf"
+    path.write_bytes(write(_big_model()))
+    peak, weights = _read_peak(path, mmap=True)
+    assert peak < 2**20, f"read(mmap=True) allocated {peak} bytes for a {BIG}-byte constant"
+    assert weights[-1] == BIG // 4 - 1 and not weights.flags.writeable
+
+
+def test_a_file_changed_after_read_changes_nothing(tmp_path, vgf_model):
+    """Truncated, rewritten or deleted after read(): the VGF keeps what it read (no SIGBUS)."""
+    path = tmp_path / "model.vgf"
+    path.write_bytes(write(_big_model()))
+    vgf = read(path)
+    before = vgf.constant_array(0).copy()
+    with open(path, "r+b") as f:
+        f.truncate(4096)
+    assert np.array_equal(vgf.constant_array(0), before)
+    path.write_bytes(vgf_model("format_one_op").read_bytes())
+    path.unlink()
+    assert np.array_equal(vgf.constant_array(0), before)
+
+
+def test_a_mutable_buffer_is_copied():
+    data = bytearray(write(_big_model()))
+    vgf = read(data)
+    before = vgf.constant_array(0).copy()
+    data[-4 * 1000 :] = bytes(4000)
+    assert np.array_equal(vgf.constant_array(0), before)
 
 
 def _with_sequence_section(base: bytes, section: bytes) -> bytes:

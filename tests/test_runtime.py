@@ -172,7 +172,7 @@ def test_dynamic_shapes_are_refused():
 def test_bad_references_are_format_errors():
     vgf = _two_compute_segments()
     vgf.sequence.segments[1].set_infos[0].bindings[0].mrt_index = 9
-    with pytest.raises(VGFFormatError, match="refers to MRT entry 9, but the table has 4"):
+    with pytest.raises(VGFFormatError, match="refers to resource 9, but there are 4"):
         pyvgf.load(vgf, shaders=SHADERS)
     vgf = _two_compute_segments()
     vgf.sequence.segments[0].module_index = 5

@@ -17,6 +17,7 @@ from pyvgf.spirv import Const, GraphConstant, Input, Result, decode, decode_grap
 from pyvgf.types import TensorType
 
 OP_NOP, OP_EXT_INST_IMPORT, OP_EXT_INST, OP_TYPE_BOOL, OP_CONSTANT = 0, 11, 12, 20, 43
+OP_NO_LINE = 317
 OP_CONSTANT_COMPOSITE, OP_DECORATE, OP_TYPE_TENSOR = 44, 71, 4163
 OP_GRAPH_INPUT, OP_GRAPH_SET_OUTPUT, OP_GRAPH_END, OP_REPLICATE = 4184, 4185, 4186, 4461
 
@@ -273,7 +274,14 @@ def test_graph_without_end(words):
 
 def test_unsupported_instruction_in_graph(words):
     end = instruction(words, "OpGraphEndARM")
-    graph_error(splice(words, end.offset, 0, inst(OP_NOP)), end.offset, "OpNop is not supported in a graph")
+    graph_error(splice(words, end.offset, 0, inst(OP_NO_LINE)), end.offset, "OpNoLine is not supported in a graph")
+
+
+def test_op_nop_is_dropped_anywhere(words):
+    """OpNop has no meaning (SPIR-V: it can be removed): the decoder drops it, even in a graph."""
+    end = instruction(words, "OpGraphEndARM")
+    graph = decode_graph(splice(words, end.offset, 0, inst(OP_NOP) * 3))
+    assert [n.op for n in graph.nodes] == [n.op for n in decode_graph(words).nodes]
 
 
 def test_missing_binding(words):

@@ -1,9 +1,11 @@
-"""Read a VGF container into the object model, without copying constant data."""
+"""Read a VGF container into the object model: one private copy of the file (or an opt-in
+read-only mapping), constants as read-only views of it."""
 
 from __future__ import annotations
 
-import mmap
+import mmap as _mmap
 import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -53,25 +55,42 @@ class _ViewStream:
         return data
 
 
-def _map(source: str | os.PathLike | bytes | bytearray | memoryview) -> np.ndarray:
-    """The whole file as a read-only uint8 array: memory-mapped for paths, a view for bytes."""
+def _snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mmap: bool) -> np.ndarray:
+    """The whole file as a read-only uint8 array that nobody else can change.
+
+    A path is read into an immutable `bytes` (one copy of the file), or, with `use_mmap`,
+    mapped read-only (no copy; see `read`). `bytes` and read-only buffers are used in place; a
+    mutable buffer (bytearray, a writable memoryview) is copied, so later writes to it never
+    reach a VGF read from it.
+    """
     if isinstance(source, (bytes, bytearray, memoryview)):
-        data = np.frombuffer(source, dtype=np.uint8)
-        if data.flags.writeable:
-            data = data.view()
-            data.flags.writeable = False
-        return data
+        if not isinstance(source, bytes) and not memoryview(source).readonly:
+            source = bytes(source)
+        return np.frombuffer(source, dtype=np.uint8)
     with open(Path(source), "rb") as f:
-        size = os.fstat(f.fileno()).st_size
-        if size == 0:
+        info = os.fstat(f.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise VGFFormatError(f"{os.fspath(source)!r} is not a regular file", section="header", offset=0)
+        if info.st_size == 0:
             return np.empty(0, dtype=np.uint8)
-        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    return np.frombuffer(mapped, dtype=np.uint8)
+        if use_mmap:
+            return np.frombuffer(_mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_READ), dtype=np.uint8)
+        snapshot = f.read(info.st_size)  # bytes: immutable; shorter if the file shrank meanwhile
+    return np.frombuffer(snapshot, dtype=np.uint8)
 
 
-def read(source: str | os.PathLike | bytes | bytearray | memoryview) -> VGF:
-    """Read a VGF file (path) or buffer into a `VGF`; constants are read-only views of it."""
-    data = _map(source)
+def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bool = False) -> VGF:
+    """Read a VGF file (path) or buffer into a `VGF`; constants are read-only views of it.
+
+    A path is read into memory: the VGF holds one private copy of the file (its size in
+    memory), so a file rewritten, truncated or deleted afterwards changes nothing. With
+    `mmap=True` the file is mapped instead (no copy: constant pages are read from disk when
+    used and can be dropped under memory pressure), at a risk the caller takes: a file
+    truncated while mapped makes the next read of a lost page end the process with SIGBUS,
+    and one rewritten in place changes what the VGF holds. Use it only for files nobody
+    writes while they are loaded.
+    """
+    data = _snapshot(source, mmap)
     view = memoryview(data)
     stream = _ViewStream(view)
     size = len(data)

@@ -627,11 +627,15 @@ class Device(HalObject):
         resources: Sequence[DataGraphResource],
         constants: Sequence[GraphConstant] = (),
         label: str = "",
+        plan: object = None,
     ) -> DataGraphPipeline:
         """vkCreateDataGraphPipelinesARM from a SPIR-V graph module.
 
         `resources` describe the tensor at every (set, binding) the graph uses; `constants`
-        feed its OpGraphConstantARM ids. The backend checks the graph against both here.
+        feed its OpGraphConstantARM ids. Every backend decodes, checks and plans the graph
+        against both here (`pyvgf.hal.graphs.plan_graph`) before its driver sees the module;
+        `plan` is the `GraphPlan` pyvgf.load made of it at load, which is then only checked
+        against them.
         """
         self._check()
         for obj in (module, layout):
@@ -660,8 +664,11 @@ class Device(HalObject):
             if not -1 <= c.sparsity_dimension < len(c.description.shape):
                 raise HalError(f"graph constant {c.id}: sparsity dimension {c.sparsity_dimension} "
                                f"is not a dimension of {c.description}")
+        from .graphs import plan_graph
+
+        plan = plan_graph(module, entry_point, resources, constants, label or module.name, plan)
         return self._create_data_graph_pipeline(module, entry_point, layout, tuple(resources),
-                                                tuple(constants), label)
+                                                tuple(constants), label, plan)
 
     def create_data_graph_session(self, pipeline: DataGraphPipeline, label: str = "") -> DataGraphSession:
         """vkCreateDataGraphPipelineSessionARM: the state one execution of the graph needs.

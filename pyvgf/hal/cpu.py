@@ -59,8 +59,8 @@ class CpuDevice(hal.Device):
     def _create_buffer(self, size, usage, memory, offset, label, device_local):
         return CpuBuffer(self, size, usage, memory, offset, label)
 
-    def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label):
-        return CpuDataGraphPipeline(self, module, entry_point, layout, resources, constants, label)
+    def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label, plan):
+        return CpuDataGraphPipeline(self, module, entry_point, layout, resources, constants, label, plan)
 
     def _create_data_graph_session(self, pipeline, label):
         return CpuDataGraphSession(self, pipeline, label)
@@ -128,44 +128,13 @@ def _view(resource: hal.TensorView | hal.Buffer) -> np.ndarray:
     return resource.tensor.array() if isinstance(resource, hal.TensorView) else resource.array()
 
 
-def _constant_array(c: hal.GraphConstant) -> np.ndarray:
-    """The constant's data read as its description says, without copying when it is contiguous."""
-    d = c.description
-    data = c.data if c.data.flags.c_contiguous else np.ascontiguousarray(c.data)
-    raw = data.reshape(-1).view(np.uint8)
-    return np.ndarray(d.shape, d.dtype, buffer=raw, strides=d.byte_strides)
-
-
 class CpuDataGraphPipeline(hal.DataGraphPipeline):
-    """Decodes the graph and plans it once; checks the graph against resources and constants."""
+    """Runs the plan the device made and checked (`pyvgf.hal.graphs.plan_graph`)."""
 
-    def __init__(self, device, module, entry_point, layout, resources, constants, label=""):
+    def __init__(self, device, module, entry_point, layout, resources, constants, label="", plan=None):
         super().__init__(device, module, entry_point, layout, resources, constants, label)
-        from ..spirv import decode_graph
-        from ..tosa.interpreter import GraphPlan
-
-        self.graph = decode_graph(module.code, entry_point or None)
-        described = {(r.descriptor_set, r.binding): r.description for r in resources}
-        for port in (*self.graph.inputs, *self.graph.outputs):
-            key = (port.descriptor_set, port.binding)
-            desc = described.get(key)
-            if desc is None:
-                raise HalError(f"graph {self.label!r} uses set {key[0]} binding {key[1]}, "
-                               f"which no pipeline resource describes")
-            if (desc.dtype, desc.shape) != (port.type.dtype, tuple(port.type.shape)):
-                raise HalError(f"graph {self.label!r} set {key[0]} binding {key[1]} is {port.type}, "
-                               f"but the resource is described as {desc}")
-        given = {c.id: c for c in constants}
-        arrays = {}
-        for gid, ttype in self.graph.constants.items():
-            c = given.get(gid)
-            if c is None:
-                raise HalError(f"graph {self.label!r} uses graph constant {gid}, which was not given")
-            arrays[gid] = _constant_array(c)
-            if (arrays[gid].dtype, arrays[gid].shape) != (ttype.dtype, tuple(ttype.shape)):
-                raise HalError(f"graph constant {gid} of {self.label!r} is {ttype}, "
-                               f"given {c.description}")
-        self.plan = GraphPlan(self.graph, arrays)
+        self.plan = plan
+        self.graph = plan.graph
 
 
 class CpuDataGraphSession(hal.DataGraphSession):

@@ -9,8 +9,10 @@ grows to the largest number of runs ever in flight at once and is freed by `clos
 
 from __future__ import annotations
 
+import copy
 import os
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -19,6 +21,8 @@ import numpy as np
 from .. import hal
 from ..errors import HalError, ModelInputError, VGFFormatError
 from ..format.model import VGF, BindingSlot, Format, numpy_dtype
+from ..tosa.interpreter import GraphPlan
+from .check import check
 from .schedule import Execution, Schedule
 
 
@@ -53,11 +57,11 @@ Inputs = Sequence[np.ndarray] | Mapping[str, np.ndarray] | np.ndarray
 class Model:
     """A loaded VGF model. Create with `pyvgf.load()`; run with `run()`."""
 
-    def __init__(self, vgf: VGF, device: hal.Device):
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan] | None = None):
         self.vgf = vgf
         self.device = device
         self.backend = device.adapter.info.backend
-        self._schedule = Schedule(vgf, device)
+        self._schedule = Schedule(vgf, device, check(vgf) if plans is None else plans)
         names, slots, outputs = _interface(vgf)
         output_mrt = [m for _, m in outputs]
         self.inputs: list[TensorInfo] = [self._info(name, slots.get(i)) for i, name in enumerate(names)]
@@ -74,6 +78,8 @@ class Model:
         """Outputs held in buffers: the prepared run returns their bytes."""
         self._pool: list[Execution] = [self._schedule.execution()]
         self._lock = threading.Lock()
+        self._release = weakref.finalize(self, _release, device)
+        """Frees the device (and adapter) on close(), or when the model is dropped unclosed."""
 
     def _info(self, name: str, mrt: int | None) -> TensorInfo:
         if mrt is None:
@@ -143,8 +149,7 @@ class Model:
         """Free the device, everything the model created on it, and its adapter."""
         with self._lock:
             self._pool.clear()
-        self.device.destroy()
-        self.device.adapter.destroy()
+        self._release()
 
     def __enter__(self) -> Model:
         return self
@@ -171,6 +176,11 @@ def _interface(vgf: VGF) -> tuple[list[str], dict[int, int], list[tuple[str, int
     names = list(seq.input_names) + [f"input_{i}" for i in range(len(seq.input_names), len(seq.inputs))]
     out_names = list(seq.output_names) + [f"output_{i}" for i in range(len(seq.output_names), len(seq.outputs))]
     return names, _input_slots(seq.inputs, len(names)), [(out_names[i], s.mrt_index) for i, s in enumerate(seq.outputs)]
+
+
+def _release(device: hal.Device) -> None:
+    device.destroy()
+    device.adapter.destroy()
 
 
 def _input_slots(slots: Sequence[BindingSlot], count: int) -> dict[int, int]:
@@ -212,7 +222,7 @@ def _conform(info: TensorInfo, value: object) -> np.ndarray:
 
 def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
          shaders: Mapping[str, hal.PythonShader] | None = None,
-         adapter_options: Mapping[str, object] | None = None) -> Model:
+         adapter_options: Mapping[str, object] | None = None, mmap: bool = False) -> Model:
     """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu" or "vulkan").
 
     An ExecuTorch program (`.pte`, file identifier "ET12") loads as a `pyvgf.executorch.ProgramModel`
@@ -221,10 +231,15 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
     `shaders` maps compute module names to Python stand-ins for the cpu backend (see
     `pyvgf.register_shader`). `adapter_options` go to the backend's `request_adapter()` (the
     vulkan backend takes e.g. `device_index`, `validation`). Everything that does not depend on
-    input values happens here.
+    input values happens here. The whole model is checked (`pyvgf.runtime.check`) before the
+    backend is asked for an adapter, so no driver sees a model pyvgf rejects.
+
+    A path is read into memory (`mmap=True` maps it instead: see `pyvgf.format.read` for what
+    that risks); a `VGF` object is copied where it holds data its caller could still change, so
+    the model never changes under a caller.
     """
     if isinstance(source, VGF):
-        vgf = source
+        vgf = _private(source)
     else:
         from ..executorch.program import is_program
         from ..format import read
@@ -234,15 +249,27 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
 
             return load_program(source, backend, shaders=shaders, adapter_options=adapter_options)
 
-        vgf = read(source)
+        vgf = read(source, mmap=mmap)
+    plans = check(vgf)
     adapter = hal.request_adapter(backend, **(adapter_options or {}))
     try:
         device = adapter.request_device(shaders=shaders)
         try:
-            return Model(vgf, device)
+            return Model(vgf, device, plans)
         except BaseException:
             device.destroy()
             raise
     except BaseException:
         adapter.destroy()
         raise
+
+
+def _private(vgf: VGF) -> VGF:
+    """A deep copy of `vgf` that shares only the arrays nothing can change (read from a file)."""
+    from ..tosa.kernels import _immutable
+
+    memo: dict[int, object] = {}
+    for array in (*(c.data for c in vgf.constants), *(m.code for m in vgf.modules)):
+        if isinstance(array, np.ndarray) and _immutable(array):
+            memo[id(array)] = array
+    return copy.deepcopy(vgf, memo)

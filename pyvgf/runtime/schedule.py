@@ -24,7 +24,16 @@ import numpy as np
 
 from .. import hal
 from ..errors import HalError, VGFFormatError
-from ..format.model import NO_INDEX, VGF, Category, CodeType, DescriptorType, ModuleType, Resource, Segment
+from ..format.model import (
+    NO_INDEX,
+    VGF,
+    CodeType,
+    DescriptorType,
+    ModuleType,
+    Resource,
+    Segment,
+)
+from ..tosa.interpreter import GraphPlan
 
 _LANGUAGES = {CodeType.SPIRV: "spirv", CodeType.GLSL: "glsl", CodeType.HLSL: "hlsl"}
 _BUFFER_TYPES = {DescriptorType.STORAGE_BUFFER: hal.DescriptorType.STORAGE_BUFFER,
@@ -146,12 +155,19 @@ class Execution:
 
 
 class Schedule:
-    """The shared, load-time part of a model on one device (see the module docstring)."""
+    """The shared, load-time part of a model on one device (see the module docstring).
 
-    def __init__(self, vgf: VGF, device: hal.Device):
+    `plans` are what `check(vgf)` returned: the model was checked whole before the device saw
+    it, so the schedule only adds what depends on the device (its limits, memory types).
+    """
+
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan]):
         self.vgf = vgf
         self.device = device
+        self.plans = plans
         seq = vgf.sequence
+        if not seq.segments:
+            raise VGFFormatError("the model sequence has no segments", section="model_sequence")
         self.used: list[int] = []
         self.descriptions: dict[int, hal.TensorDescription] = {}
         self.is_tensor: dict[int, bool] = {}
@@ -159,24 +175,16 @@ class Schedule:
         self.inputs = list(dict.fromkeys(slot.mrt_index for slot in seq.inputs))
         self.outputs = list(dict.fromkeys(slot.mrt_index for slot in seq.outputs))
         for slot in (*seq.inputs, *seq.outputs):
-            self._use(slot.mrt_index, "model input/output slot")
+            self._use(slot.mrt_index)
+        bindings = [self._bindings(n, seg) for n, seg in enumerate(seq.segments)]  # before any object
         modules: dict[int, hal.ShaderModule] = {}
-        self.segments = [self._plan_segment(n, seg, modules) for n, seg in enumerate(seq.segments)]
-        if not self.segments:
-            raise VGFFormatError("the model sequence has no segments", section="model_sequence")
+        self.segments = [self._plan_segment(n, seg, sets, modules)
+                         for (n, seg), sets in zip(enumerate(seq.segments), bindings)]
 
-    def _resource(self, index: int, where: str) -> Resource:
-        if not 0 <= index < len(self.vgf.resources):
-            raise VGFFormatError(f"{where} refers to MRT entry {index}, but the table has "
-                                 f"{len(self.vgf.resources)}", section="model_sequence")
-        return self.vgf.resources[index]
-
-    def _use(self, index: int, where: str) -> None:
-        res = self._resource(index, where)
+    def _use(self, index: int) -> None:
+        res = self.vgf.resources[index]
         if index in self.descriptions:
             return
-        if res.category == Category.CONSTANT:
-            raise VGFFormatError(f"{where} binds MRT entry {index}, a CONSTANT", section="model_sequence")
         desc = _describe(self.device, res, f"MRT entry {index}")
         if res.descriptor_type == DescriptorType.TENSOR_ARM:
             self.is_tensor[index] = True
@@ -190,14 +198,23 @@ class Schedule:
         self.used.append(index)
         self.descriptions[index] = desc
 
-    def _module(self, seg: Segment, modules: dict[int, hal.ShaderModule], where: str) -> hal.ShaderModule:
-        if not 0 <= seg.module_index < len(self.vgf.modules):
-            raise VGFFormatError(f"{where} refers to module {seg.module_index}, but there are "
-                                 f"{len(self.vgf.modules)}", section="model_sequence")
+    def _bindings(self, n: int, seg: Segment) -> dict[int, dict[int, int]]:
+        """Set index -> binding -> MRT index of segment `n`, each resource described for the device."""
+        where = f"segment {n} ({seg.name!r})"
+        sets: dict[int, dict[int, int]] = {}
+        for position, info in enumerate(seg.set_infos):
+            index = _set_index(position, info.set_index)
+            if index >= self.device.limits.max_bound_descriptor_sets:
+                raise HalError(f"{where}: descriptor set {index} is beyond the device's "
+                               f"{self.device.limits.max_bound_descriptor_sets} (maxBoundDescriptorSets)")
+            sets[index] = {}
+            for slot in info.bindings:
+                self._use(slot.mrt_index)
+                sets[index][slot.binding] = slot.mrt_index
+        return sets
+
+    def _module(self, seg: Segment, modules: dict[int, hal.ShaderModule]) -> hal.ShaderModule:
         module = self.vgf.modules[seg.module_index]
-        if module.type != seg.type:
-            raise VGFFormatError(f"{where} is {seg.type.name} but module {module.name!r} is "
-                                 f"{module.type.name}", section="model_sequence")
         if seg.module_index not in modules:
             language = _LANGUAGES.get(module.code_type)
             if language is None:
@@ -206,22 +223,9 @@ class Schedule:
                                                                          language=language)
         return modules[seg.module_index]
 
-    def _plan_segment(self, n: int, seg: Segment, modules: dict[int, hal.ShaderModule]) -> _SegmentPlan:
-        where = f"segment {n} ({seg.name!r})"
-        module = self._module(seg, modules, where)
-        sets: dict[int, dict[int, int]] = {}
-        for position, info in enumerate(seg.set_infos):
-            index = _set_index(position, info.set_index)
-            if index in sets or index >= self.device.limits.max_bound_descriptor_sets:
-                raise VGFFormatError(f"{where}: descriptor set {index} is repeated or too large",
-                                     section="model_sequence")
-            sets[index] = {}
-            for slot in info.bindings:
-                if slot.binding in sets[index]:
-                    raise VGFFormatError(f"{where}: binding {slot.binding} appears twice in set {index}",
-                                         section="model_sequence")
-                self._use(slot.mrt_index, where)
-                sets[index][slot.binding] = slot.mrt_index
+    def _plan_segment(self, n: int, seg: Segment, sets: dict[int, dict[int, int]],
+                      modules: dict[int, hal.ShaderModule]) -> _SegmentPlan:
+        module = self._module(seg, modules)
         set_layouts = []
         for index in range(max(sets, default=-1) + 1):
             bindings = [hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR if self.is_tensor[m]
@@ -236,25 +240,18 @@ class Schedule:
                          for i, bindings in sets.items() for b, m in bindings.items() if self.is_tensor[m]]
             pipeline = self.device.create_data_graph_pipeline(
                 module, self.vgf.modules[seg.module_index].entry_point, layout, resources,
-                self._constants(seg, where), label=seg.name)
+                self._constants(seg), label=seg.name, plan=self.plans.get(n))
         else:
-            if seg.dispatch_shape is None or len(seg.dispatch_shape) != 3:
-                raise VGFFormatError(f"{where} is a compute segment without a 3-element dispatch shape",
-                                     section="model_sequence")
             pipeline = self.device.create_compute_pipeline(
                 module, self.vgf.modules[seg.module_index].entry_point, layout, label=seg.name)
         return _SegmentPlan(seg, pipeline, layout, sets)
 
-    def _constants(self, seg: Segment, where: str) -> list[hal.GraphConstant]:
+    def _constants(self, seg: Segment) -> list[hal.GraphConstant]:
         constants = []
         for binding in seg.graph_constants():
             idx = binding.constant_table_index
-            if not 0 <= idx < len(self.vgf.constants):
-                raise VGFFormatError(f"{where} binds graph constant {binding.graph_constant_id} to "
-                                     f"constant {idx}, but there are {len(self.vgf.constants)}",
-                                     section="model_sequence")
             const = self.vgf.constants[idx]
-            desc = _describe(self.device, self._resource(const.mrt_index, f"constant {idx}"),
+            desc = _describe(self.device, self.vgf.resources[const.mrt_index],
                              f"constant {idx} (MRT entry {const.mrt_index})")
             data = const.data if isinstance(const.data, np.ndarray) else np.frombuffer(const.data, np.uint8)
             constants.append(hal.GraphConstant(binding.graph_constant_id, data, desc, const.sparsity_dimension))

@@ -23,6 +23,7 @@ _SWAPPED_MAGIC = int.from_bytes(tables.MAGIC.to_bytes(4, "little"), "big")
 _OP_EXT_INST_IMPORT = 11
 _OP_TYPE_INT = 21
 _OP_TYPE_FLOAT = 22
+_NOP = 1 << 16  # OpNop: one word, opcode 0
 
 
 class Operand(NamedTuple):
@@ -74,6 +75,20 @@ class Module:
     ext_inst_sets: dict[int, str]
 
 
+def _fixed_layouts() -> dict[int, tuple[tuple[str, str], ...]]:
+    """Opcode -> (kind, name) of each operand, for instructions whose every operand is one
+    required id, literal word or string (what `_Decoder.fixed` decodes)."""
+    simple = {"IdRef", "IdResultType", "IdResult", "LiteralInteger", "LiteralString"}
+    out = {}
+    for opcode, (_, layout) in tables.INSTRUCTIONS.items():
+        if all(q == "" and kind in simple for kind, q, _ in layout):
+            out[opcode] = tuple((kind, name or kind) for kind, _, name in layout)
+    return out
+
+
+_FIXED = _fixed_layouts()
+
+
 def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> np.ndarray:
     """The module's words as a native uint32 array (the caller's data is never modified)."""
     if isinstance(data, (bytes, bytearray, memoryview)):
@@ -103,12 +118,13 @@ def as_words(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) 
 def decode(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) -> Module:
     """Decode a whole SPIR-V module (bytes in either byte order, or 32-bit words)."""
     words = as_words(data)
-    return _Decoder(words.tolist()).module()
+    return _Decoder(words.tolist(), words.astype("<u4").tobytes()).module()
 
 
 class _Decoder:
-    def __init__(self, words: list[int]):
+    def __init__(self, words: list[int], raw: bytes):
         self.words = words
+        self.raw = raw  # the same words as little-endian bytes, for literal strings
         self.defined: set[int] = set()
         self.ext_sets: dict[int, str] = {}
         self.widths: dict[int, int] = {}  # scalar numeric type id -> bit width
@@ -132,6 +148,9 @@ class _Decoder:
         end = len(w)
         while pos < end:
             first = w[pos]
+            if first == _NOP:  # no meaning: dropped (SPIR-V: it "can safely be removed")
+                pos += 1
+                continue
             count, opcode = first >> 16, first & 0xFFFF
             if count == 0:
                 raise SpirvError(f"instruction word count 0 (opcode {opcode})", word=pos)
@@ -155,7 +174,11 @@ class _Decoder:
         self.result_type = 0
         self.result = 0
         operands: list[Operand] = []
-        self.layout(layout, operands)
+        fast = _FIXED.get(opcode)
+        if fast is not None:
+            self.fixed(fast, operands)
+        else:
+            self.layout(layout, operands)
         if self.at != end:
             raise SpirvError(f"{opname} has {end - self.at} words after its last operand", word=start)
         result = Instruction(start, opcode, opname, self.result_type, self.result, tuple(operands))
@@ -167,6 +190,38 @@ class _Decoder:
             elif opcode == _OP_EXT_INST_IMPORT:
                 self.ext_sets[self.result] = result.text(0)
         return result
+
+    def fixed(self, layout: tuple[tuple[str, str], ...], out: list[Operand]) -> None:
+        """`layout` for instructions whose operands are each one id, one literal word or one
+        string (most of a module): the same checks as `operand`, in one loop."""
+        words, bound, end = self.words, self.bound, self.end
+        at = self.at
+        for kind, what in layout:
+            if at >= end:
+                self.at = at
+                raise self.fail(f"instruction ends before operand {what}")
+            value = words[at]
+            if kind == "LiteralString":
+                self.at = at
+                out.append(Operand(kind, what, self.string(what)))
+                at = self.at
+                continue
+            at += 1
+            if kind == "LiteralInteger":
+                out.append(Operand(kind, what, value))
+                continue
+            if not 0 < value < bound:
+                raise self.fail(f"operand {what} id {value} is outside 1..{bound - 1}")
+            if kind == "IdRef":
+                out.append(Operand(kind, what, value))
+            elif kind == "IdResultType":
+                self.result_type = value
+            else:  # IdResult
+                if value in self.defined:
+                    raise self.fail(f"id {value} is defined twice")
+                self.defined.add(value)
+                self.result = value
+        self.at = at
 
     def fail(self, message: str) -> SpirvError:
         return SpirvError(f"{self.opname}: {message}", word=self.start)
@@ -233,17 +288,11 @@ class _Decoder:
             raise self.fail(f"operand kind {kind} is not supported")
 
     def string(self, what: str) -> str:
-        raw = bytearray()
-        while True:
-            if self.at >= self.end:
-                raise self.fail(f"literal string {what} has no terminating NUL")
-            chunk = self.words[self.at].to_bytes(4, "little")
-            self.at += 1
-            nul = chunk.find(0)
-            if nul >= 0:
-                raw += chunk[:nul]
-                break
-            raw += chunk
+        nul = self.raw.find(0, 4 * self.at, 4 * self.end)
+        if nul < 0:
+            raise self.fail(f"literal string {what} has no terminating NUL")
+        raw = self.raw[4 * self.at : nul]
+        self.at = nul // 4 + 1
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
@@ -304,6 +353,8 @@ class _Decoder:
                     out.append(Operand("IdRef", name, self.ref(name)))
             elif quantifier == "" or self.at < self.end:
                 out.append(Operand("IdRef", name, self.ref(name)))
+        if self.at < self.end:
+            raise self.fail(f"{self.end - self.at} operand(s) more than the {len(layout)} {op} takes")
         self.opname = "OpExtInst"
 
     def spec_constant_op(self, name: str, out: list[Operand]) -> None:

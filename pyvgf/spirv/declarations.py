@@ -17,10 +17,12 @@ from typing import Callable, NamedTuple, Union, cast
 import numpy as np
 
 from ..errors import SpirvError
+from ..limits import MAX_RANK, materialized_budget, memory_budget
 from ..types import TensorType
 from .binary import Instruction, Module
 
-#: The most elements a tensor type may declare (beyond it the module is taken as malformed).
+#: The most elements a tensor type may declare (beyond it the module is taken as malformed);
+#: its bytes must also fit pyvgf.limits.memory_budget().
 MAX_ELEMENTS = 1 << 40
 
 BINDING, DESCRIPTOR_SET = 33, 34
@@ -117,8 +119,13 @@ def describe(t: object) -> str:
 class Declarations:
     """Everything a graph refers to outside its body, read in one pass over the module."""
 
-    def __init__(self, module: Module):
+    def __init__(self, module: Module, module_bytes: int = 0):
         self.module = module
+        self.budget = memory_budget()
+        self.materialize_left = materialized_budget(module_bytes)
+        """Bytes of constant data composites may still make concrete (nulls and replicated
+        composites stay lazy broadcasts)."""
+        self._constant_ids: dict[int, GraphConstantDecl] = {}
         self.types: dict[int, Type] = {}
         self.constants: dict[int, np.ndarray | Bits | Opaque] = {}
         self.graph_constants: dict[int, GraphConstantDecl] = {}
@@ -221,6 +228,9 @@ class Declarations:
         length = self.index(inst.num(1), inst, "Length")
         if length < 1:
             raise SpirvError(f"OpTypeArray: length {length} is not positive", word=inst.offset)
+        if isinstance(element, np.dtype) and length * element.itemsize > self.budget:
+            raise SpirvError(f"OpTypeArray: {length} elements of {element} exceed the memory budget of "
+                             f"{self.budget} bytes", word=inst.offset)
         self.types[inst.result] = Array(element, length)
 
     def _struct(self, inst: Instruction) -> None:
@@ -237,6 +247,8 @@ class Declarations:
         if not isinstance(element, np.dtype):
             raise SpirvError(f"OpTypeTensorARM: element type is {describe(element)}, not a scalar", word=inst.offset)
         rank = self.index(inst.num(1), inst, "Rank")
+        if not 0 <= rank <= MAX_RANK:
+            raise SpirvError(f"OpTypeTensorARM: rank {rank} is outside 0..{MAX_RANK}", word=inst.offset)
         shape = self.constant(inst.num(2), inst, "Shape")
         if shape.ndim != 1 or shape.dtype.kind not in "iu" or shape.size != rank:
             raise SpirvError(f"OpTypeTensorARM: Shape %{inst.num(2)} is not {rank} integers", word=inst.offset)
@@ -245,6 +257,9 @@ class Declarations:
             raise SpirvError(f"OpTypeTensorARM: shape {dims} has a dimension below 1", word=inst.offset)
         if math.prod(dims) > MAX_ELEMENTS:
             raise SpirvError(f"OpTypeTensorARM: shape {dims} has more than {MAX_ELEMENTS} elements", word=inst.offset)
+        if math.prod(dims) * element.itemsize > self.budget:
+            raise SpirvError(f"OpTypeTensorARM: shape {dims} of {element} exceeds the memory budget of "
+                             f"{self.budget} bytes (pyvgf.limits)", word=inst.offset)
         self.types[inst.result] = TensorType(element, dims)
 
     def _graph_type(self, inst: Instruction) -> None:
@@ -292,12 +307,22 @@ class Declarations:
         self.constants[inst.result] = Opaque(f"{inst.opname} of {describe(t)}")
         return None
 
+    def _materialize(self, inst: Instruction, dtype: np.dtype, shape: tuple[int, ...]) -> None:
+        """Charge the bytes of a constant about to be made concrete to the module's budget."""
+        nbytes = math.prod(shape) * dtype.itemsize
+        if nbytes > self.materialize_left:
+            raise SpirvError(f"{inst.opname}: {dtype}{list(shape)} would make more constant data concrete than "
+                             f"a module of this size may ({self.materialize_left} bytes left)", word=inst.offset)
+        self.materialize_left -= nbytes
+
     def _null(self, inst: Instruction) -> None:
         layout = self._aggregate(inst)
         if layout is not None:
             dtype, shape = layout
-            if shape:
-                self._set(inst, np.broadcast_to(np.zeros((), dtype), shape))
+            if shape:  # a lazy, read-only broadcast of one zero: no memory whatever the shape
+                zero = np.zeros((), dtype)
+                zero.flags.writeable = False
+                self.constants[inst.result] = np.broadcast_to(zero, shape)
             else:
                 self.constants[inst.result] = Bits(dtype, 0)
 
@@ -307,8 +332,9 @@ class Declarations:
             return
         dtype, shape = layout
         ids = cast("list[int]", [op.value for op in inst.operands])
-        if len(ids) != shape[0]:
+        if not shape or len(ids) != shape[0]:
             raise SpirvError(f"OpConstantComposite: {len(ids)} constituents for shape {shape}", word=inst.offset)
+        self._materialize(inst, dtype, shape)
         if len(shape) > 1:
             self._set(inst, np.stack([self._part(inst, cid, dtype, shape[1:]) for cid in ids]))
             return
@@ -331,9 +357,11 @@ class Declarations:
         if value.ndim == 0:  # a scalar fills the whole tensor
             if value.dtype != dtype:
                 raise SpirvError(f"{inst.opname}: value %{inst.num(0)} is {value.dtype}, not {dtype}", word=inst.offset)
+        elif not shape:
+            raise SpirvError(f"{inst.opname}: result type is a scalar", word=inst.offset)
         else:  # one constituent, repeated
             self._part(inst, inst.num(0), dtype, shape[1:])
-        self._set(inst, np.broadcast_to(value, shape))
+        self.constants[inst.result] = np.broadcast_to(value, shape)  # lazy and read-only
 
     def _part(self, inst: Instruction, cid: int, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         part = self.lookup(cid)
@@ -347,10 +375,10 @@ class Declarations:
     def _graph_constant(self, inst: Instruction) -> None:
         t = self.tensor(inst.result_type, inst, "Result Type")
         cid = inst.num(0)
-        for other in self.graph_constants.values():
-            if other.constant_id == cid and other.type != t:
-                raise SpirvError(f"OpGraphConstantARM: graph constant {cid} declared as {other.type} and {t}", word=inst.offset)
-        self.graph_constants[inst.result] = GraphConstantDecl(inst.result, cid, t)
+        other = self._constant_ids.get(cid)
+        if other is not None and other.type != t:
+            raise SpirvError(f"OpGraphConstantARM: graph constant {cid} declared as {other.type} and {t}", word=inst.offset)
+        self.graph_constants[inst.result] = self._constant_ids[cid] = GraphConstantDecl(inst.result, cid, t)
 
     # -- debug, annotations, globals -------------------------------------------------------------
 

@@ -17,7 +17,7 @@ import numpy as np
 from ..errors import SpirvError
 from ..types import TensorType
 from . import tables
-from .binary import Instruction, decode
+from .binary import Instruction, as_words, decode
 from .declarations import BINDING, DESCRIPTOR_SET, Declarations, GraphType, Pointer, Struct, Type, describe, same
 
 
@@ -132,7 +132,8 @@ def decode_graph(
     words: bytes | bytearray | memoryview | np.ndarray | Sequence[int], entry_point: str | None = None
 ) -> Graph:
     """Decode a SPIR-V graph module and return the graph of `entry_point` (or its only one)."""
-    decls = Declarations(decode(words))
+    words = as_words(words)
+    decls = Declarations(decode(words), 4 * len(words))
     entry = _entry_point(decls, entry_point)
     gid = entry.num(0)
     if gid not in decls.graphs:
@@ -223,6 +224,11 @@ class _Body:
         missing = [i for i, r in enumerate(self.results) if r is None]
         if missing:
             raise SpirvError(f"OpGraphARM %{head.result}: outputs {missing} are never set", word=head.offset)
+        declared = sum(t.size * t.dtype.itemsize for node in self.nodes
+                       for t in (node.result_type if isinstance(node.result_type, tuple) else (node.result_type,)))
+        if declared > self.decls.budget:
+            raise SpirvError(f"OpGraphARM %{head.result}: its ops' results take {declared} bytes together, over "
+                             f"the memory budget of {self.decls.budget} bytes (pyvgf.limits)", word=head.offset)
         results = [r for r in self.results if r is not None]
         return Graph(name, self.inputs, self.outputs, self.constants, self.nodes, results)
 

@@ -266,6 +266,9 @@ class GraphPlan:
                     if isinstance(part, _Slot):
                         last[part.index] = i
         kept = {r.index for r in self._results if isinstance(r, _Slot)}
+        ends: dict[int, set[int]] = {}  # step -> the slots it reads last
+        for slot, at in last.items():
+            ends.setdefault(at, set()).add(slot)
         steps = []
         for i, p in enumerate(planned):
             node, opdef, args, out_node = p.node, p.opdef, p.args, p.last
@@ -290,7 +293,7 @@ class GraphPlan:
                     fn, static = made, {}  # type: ignore[assignment]
             outs = tuple(s.index for e in _elements(out_node)
                          if isinstance(s := self._values[(out_node.id, e)], _Slot))
-            used = {s for s, at in last.items() if at == i} | {s for s in outs if s not in last}
+            used = ends.get(i, set()) | {s for s in outs if s not in last}
             free = tuple(sorted(used - kept))
             steps.append(_Step(node, fn, static, tuple(dynamic), tuple(variadic), outs,
                                _types(out_node), free))

@@ -106,7 +106,9 @@ class VulkanDevice(hal.Device):
         self.ctx = VulkanContext(instance=adapter._instance, device_index=adapter.report.index)
         self.lock = threading.Lock()
         """Guards the command pool (vkAllocate/Free/record command buffers)."""
-        self._close = weakref.finalize(self, self.ctx.destroy)
+        self._owned: dict[int, Any] = {}
+        """The Vulkan objects of this device's HAL objects, by id (see `_Backed`)."""
+        self._close = weakref.finalize(self, _teardown, self.ctx, self._owned)
         try:
             self._host_bits = self._host_memory_bits()
             self._unified = is_unified_memory(self.ctx.memory_types, self._host_bits)
@@ -167,7 +169,7 @@ class VulkanDevice(hal.Device):
     def _create_descriptor_set(self, layout, resources, label):
         return VulkanDescriptorSet(self, layout, resources, label)
 
-    def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label):
+    def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label, plan):
         return VulkanDataGraphPipeline(self, module, entry_point, layout, resources, constants, label)
 
     def _create_data_graph_session(self, pipeline, label):
@@ -199,14 +201,41 @@ class VulkanDevice(hal.Device):
 
 class _Backed:
     """A HAL object backed by a Vulkan object `vk` (None until made, so that an object whose
-    construction failed, and which its device still lists, destroys nothing)."""
+    construction failed, and which its device still lists, destroys nothing).
 
-    vk: Any = None
+    Setting `vk` records the Vulkan object in its device's `owned` table, which holds Vulkan
+    objects only (never HAL objects, so it keeps no device alive): a device dropped without
+    destroy() destroys what is left there, newest first, before the VkDevice (`_teardown`)."""
+
+    _vk: Any = None
+
+    @property
+    def vk(self) -> Any:
+        return self._vk
+
+    @vk.setter
+    def vk(self, value: Any) -> None:
+        owned = self.device._owned  # type: ignore[attr-defined]
+        if self._vk is not None:
+            owned.pop(id(self._vk), None)
+        if value is not None:
+            owned[id(value)] = value
+        self._vk = value
 
     def _destroy(self) -> None:
         if self.vk is not None:
             self.vk.destroy()
             self.vk = None
+
+
+def _teardown(ctx: VulkanContext, owned: dict[int, Any]) -> None:
+    """Destroy a device's remaining Vulkan objects, newest first, then the device itself."""
+    if ctx.device is not None:
+        vk().vkDeviceWaitIdle(ctx.device)
+        for obj in reversed(list(owned.values())):
+            obj.destroy()
+        owned.clear()
+    ctx.destroy()
 
 
 def _vk_description(d: hal.TensorDescription) -> Any:

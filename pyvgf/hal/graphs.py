@@ -1,0 +1,53 @@
+"""The checks every backend makes on a data graph pipeline before it is created.
+
+`plan_graph` decodes the SPIR-V graph module (unless the runtime already did at load), checks
+each graph interface variable against the `DataGraphResource` at its (set, binding) and each
+OpGraphConstantARM id against the given constants, and plans the graph (every op's operand
+counts, types and shape rules, constant folding). The cpu backend runs the plan; the vulkan
+backend creates its pipeline only after it succeeded, so no driver sees a graph pyvgf rejects.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..errors import HalError
+
+
+def constant_array(c) -> np.ndarray:
+    """A graph constant's data read as its description says, without copying when it is contiguous."""
+    d = c.description
+    data = c.data if c.data.flags.c_contiguous else np.ascontiguousarray(c.data)
+    raw = data.reshape(-1).view(np.uint8)
+    return np.ndarray(d.shape, d.dtype, buffer=raw, strides=d.byte_strides)
+
+
+def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequence, label: str, plan=None):
+    """The `GraphPlan` of `module`'s graph `entry_point`, checked against `resources` and
+    `constants` (a `plan` made at load is checked against them and returned)."""
+    from ..spirv import decode_graph
+    from ..tosa.interpreter import GraphPlan
+
+    graph = decode_graph(module.code, entry_point or None) if plan is None else plan.graph
+    described = {(r.descriptor_set, r.binding): r.description for r in resources}
+    for port in (*graph.inputs, *graph.outputs):
+        key = (port.descriptor_set, port.binding)
+        desc = described.get(key)
+        if desc is None:
+            raise HalError(f"graph {label!r} uses set {key[0]} binding {key[1]}, which no pipeline resource describes")
+        if (desc.dtype, desc.shape) != (port.type.dtype, tuple(port.type.shape)):
+            raise HalError(f"graph {label!r} set {key[0]} binding {key[1]} is {port.type}, "
+                           f"but the resource is described as {desc}")
+    given = {c.id: c for c in constants}
+    arrays = {}
+    for gid, ttype in graph.constants.items():
+        c = given.get(gid)
+        if c is None:
+            raise HalError(f"graph {label!r} uses graph constant {gid}, which was not given")
+        if (c.description.dtype, tuple(c.description.shape)) != (ttype.dtype, tuple(ttype.shape)):
+            raise HalError(f"graph constant {gid} of {label!r} is {ttype}, given {c.description}")
+        if plan is None:
+            arrays[gid] = constant_array(c)
+    return GraphPlan(graph, arrays) if plan is None else plan

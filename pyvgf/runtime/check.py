@@ -1,0 +1,167 @@
+"""Everything pyvgf checks in a model, once, at load, before any backend or driver sees it.
+
+`check(vgf)` runs the container's cross-reference checks (`format.validate`), checks every
+resource the sequence binds (no CONSTANT; alone and together within the memory budget of
+`pyvgf.limits`), that compute segments have a dispatch shape, decodes every graph
+segment's SPIR-V module and plans its graph (`spirv.decode_graph`: ids, types, operand counts
+and kinds as TOSA.001000.1's grammar says, entry point and interface; `GraphPlan`: each op's
+shape and type rules, constant folding), checks the graph's interface against the segment's
+bindings and the model resource table and each graph constant against the constant bound to it,
+and decodes each compute module's SPIR-V (structure, ids, operands). `pyvgf.load` runs it for
+every source (path, bytes or VGF object) and backend before it requests an adapter; the
+schedule and the backends then trust it. What it raises names the segment and module, and the
+SPIR-V word or TOSA node at fault.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..errors import SpirvError, TosaError, VGFError, VGFFormatError
+from ..format.model import (
+    NO_INDEX,
+    VGF,
+    Category,
+    CodeType,
+    DescriptorType,
+    ModuleType,
+    Segment,
+    numpy_dtype,
+)
+from ..format.validate import validate
+from ..limits import MAX_RANK, memory_budget
+from ..spirv import decode, decode_graph
+from ..tosa.interpreter import GraphPlan
+
+SEQUENCE = "model sequence table"
+
+
+def check(vgf: VGF) -> dict[int, GraphPlan]:
+    """Check `vgf` whole; returns the plan of each graph segment, by segment index."""
+    validate(vgf)
+    _budget(vgf)
+    plans = {}
+    for n, seg in enumerate(vgf.sequence.segments):
+        module = vgf.modules[seg.module_index]
+        where = f"segment {n} ({seg.name!r}), module {seg.module_index} ({module.name!r})"
+        if seg.type == ModuleType.COMPUTE and seg.dispatch_shape is None:
+            raise VGFFormatError(f"{where} is a compute segment without a dispatch shape", section=SEQUENCE)
+        if module.code_type != CodeType.SPIRV or module.code is None:
+            if seg.type == ModuleType.GRAPH:
+                raise VGFFormatError(f"{where} holds no SPIR-V code", section="module table")
+            continue  # a compute shader's source, or none (the cpu backend runs a stand-in)
+        try:
+            if seg.type == ModuleType.GRAPH:
+                plans[n] = _graph(vgf, seg, module.code, module.entry_point)
+            else:
+                decode(module.code)
+        except VGFError as exc:
+            raise _located(exc, where) from None
+    return plans
+
+
+def _located(exc: VGFError, where: str) -> VGFError:
+    """`exc` with `where` in front of its message, of the same class and location."""
+    if isinstance(exc, SpirvError):
+        located = SpirvError(f"{where}: {exc}")
+        located.word = exc.word
+        return located
+    if isinstance(exc, VGFFormatError):
+        return VGFFormatError(f"{where}: {exc}", section=None)
+    return type(exc)(f"{where}: {exc}") if isinstance(exc, TosaError) else exc
+
+
+def _bytes(vgf: VGF, index: int) -> int:
+    r = vgf.resources[index]
+    if len(r.shape) > MAX_RANK:
+        raise VGFFormatError(f"resource {index} has rank {len(r.shape)}, more than {MAX_RANK}",
+                             section="model resource table")
+    if any(d < 0 for d in r.shape):
+        return 0  # dynamic: the schedule refuses it, naming the entry
+    try:
+        itemsize = numpy_dtype(r.format).itemsize
+    except ValueError:
+        itemsize = 1  # a format pyvgf has no dtype for: the backend names it
+    return math.prod(r.shape) * itemsize
+
+
+def _budget(vgf: VGF) -> None:
+    """Every resource the sequence binds, alone and together, within the memory budget."""
+    seq = vgf.sequence
+    used = {s.mrt_index for s in (*seq.inputs, *seq.outputs)}
+    for seg in seq.segments:
+        used.update(s.mrt_index for info in seg.set_infos for s in info.bindings)
+    budget = memory_budget()
+    total = 0
+    for index in sorted(used):
+        if vgf.resources[index].category == Category.CONSTANT:
+            raise VGFFormatError(f"the sequence binds resource {index}, a CONSTANT, as an input, output or "
+                                 "segment binding", section=SEQUENCE)
+        size = _bytes(vgf, index)
+        if size > budget:
+            raise VGFFormatError(f"resource {index} {vgf.resources[index].shape} takes {size} bytes, over the "
+                                 f"memory budget of {budget} bytes (pyvgf.limits)", section="model resource table")
+        total += size
+    if total > budget:
+        raise VGFFormatError(f"the resources the model binds take {total} bytes together, over the memory "
+                             f"budget of {budget} bytes (pyvgf.limits)", section="model resource table")
+
+
+def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> GraphPlan:
+    graph = decode_graph(code, entry_point or None)
+    bound: dict[tuple[int, int], int] = {}
+    for position, info in enumerate(seg.set_infos):
+        set_index = position if info.set_index == NO_INDEX else info.set_index
+        for slot in info.bindings:
+            bound[(set_index, slot.binding)] = slot.mrt_index
+    for kind, ports in (("input", graph.inputs), ("output", graph.outputs)):
+        for port in ports:
+            key = (port.descriptor_set, port.binding)
+            mrt = bound.get(key)
+            if mrt is None:
+                raise VGFFormatError(f"graph {kind} {port.index} is at set {key[0]} binding {key[1]}, which the "
+                                     "segment does not bind", section=SEQUENCE)
+            resource = vgf.resources[mrt]
+            if resource.descriptor_type != DescriptorType.TENSOR_ARM:
+                raise VGFFormatError(f"graph {kind} {port.index} is bound to resource {mrt}, which is not a "
+                                     "tensor", section=SEQUENCE)
+            declared = _described(resource.format, resource.shape)
+            if declared != (port.type.dtype, tuple(port.type.shape)):
+                raise VGFFormatError(f"graph {kind} {port.index} (set {key[0]} binding {key[1]}) is {port.type}, "
+                                     f"but resource {mrt} it is bound to is {_show(resource.format, resource.shape)}",
+                                     section=SEQUENCE)
+    table = {b.graph_constant_id: b.constant_table_index for b in seg.graph_constants()}
+    arrays = {}
+    for gid, ttype in graph.constants.items():
+        index = table.get(gid)
+        if index is None:
+            raise VGFFormatError(f"the graph uses graph constant {gid}, which the segment does not bind",
+                                 section=SEQUENCE)
+        constant = vgf.constants[index]
+        resource = vgf.resources[constant.mrt_index]
+        if resource.category != Category.CONSTANT:
+            raise VGFFormatError(f"constant {index} refers to resource {constant.mrt_index}, not a CONSTANT",
+                                 section="constants")
+        if _described(resource.format, resource.shape) != (ttype.dtype, tuple(ttype.shape)):
+            raise VGFFormatError(f"graph constant {gid} is {ttype}, but constant {index} is "
+                                 f"{_show(resource.format, resource.shape)}", section="constants")
+        try:
+            arrays[gid] = vgf.constant_array(index)
+        except ValueError as exc:
+            raise VGFFormatError(str(exc), section="constants") from None
+    return GraphPlan(graph, arrays)
+
+
+def _described(vk_format: int, shape: list[int]) -> tuple[np.dtype | None, tuple[int, ...]]:
+    try:
+        dtype = numpy_dtype(vk_format)
+    except ValueError:
+        dtype = None
+    return dtype, tuple(shape)
+
+
+def _show(vk_format: int, shape: list[int]) -> str:
+    dtype, dims = _described(vk_format, shape)
+    return f"tensor<{'x'.join(map(str, dims)) or 'scalar'} {dtype if dtype is not None else f'VkFormat {vk_format}'}>"

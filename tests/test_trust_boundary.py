@@ -1,0 +1,385 @@
+"""Issue 15: malformed models are refused before any backend sees them, declared sizes are
+checked against budgets, a file changed after load changes nothing, dropped models free their
+device, and the CLI answers every error with one line."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import pyvgf
+from pyvgf import hal
+from pyvgf.build import Graph
+from pyvgf.errors import SpirvError, VGFError, VGFFormatError
+from pyvgf.format import read, write
+from pyvgf.spirv import decode, tables
+
+BACKENDS = ["cpu", "vulkan"]
+OPCODES = {name: code for code, (name, _) in tables.INSTRUCTIONS.items()}
+
+
+def op(name: str, *operands: int) -> list[int]:
+    return [(len(operands) + 1) << 16 | OPCODES[name], *operands]
+
+
+def graph(shape=(2, 3), other=None) -> Graph:
+    g = Graph()
+    a, b = g.input("float32", shape), g.input("float32", other or shape)
+    g.output(g.op("ADD", input1=a, input2=b, result=("float32", shape)))
+    return g
+
+
+def with_words(g: Graph, words) -> bytes:
+    """The VGF of `g` with its module's SPIR-V replaced by `words`."""
+    vgf = g.to_vgf()
+    vgf.modules[0].code = np.asarray(words, dtype=np.uint32)
+    return write(vgf)
+
+
+def instruction(words, opname: str):
+    return next(i for i in decode(words).instructions if i.opname == opname)
+
+
+def add_globals(words, make) -> np.ndarray:
+    """`words` with the instructions `make(first_new_id)` returns inserted before the graph
+    entry point; `make` returns (instruction words, ids it used)."""
+    words = [int(w) for w in words]
+    new, used = make(words[3])
+    at = instruction(words, "OpGraphEntryPointARM").offset
+    words[3] += used
+    return np.array(words[:at] + new + words[at:], dtype=np.uint32)
+
+
+def tensor_decl(first: int, element_bits: int, shape: tuple[int, ...]) -> tuple[list[int], int, int]:
+    """Declarations of an int type, the shape constants and a tensor type of `shape`:
+    (words, tensor type id, next free id)."""
+    i32, elem, array = first, first + 1, first + 2
+    out = op("OpTypeInt", i32, 32, 0) + op("OpTypeInt", elem, element_bits, 0)
+    nid = first + 3
+    rank_id = nid
+    out += op("OpConstant", i32, rank_id, len(shape))
+    out += op("OpTypeArray", array, i32, rank_id)
+    nid += 1
+    dims = []
+    for d in shape:
+        out += op("OpConstant", i32, nid, d)
+        dims.append(nid)
+        nid += 1
+    out += op("OpConstantComposite", array, nid, *dims)
+    out += op("OpTypeTensorARM", nid + 1, elem, rank_id, nid)
+    return out, nid + 1, nid + 2
+
+
+def no_adapter(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("an adapter was requested for a model pyvgf should have refused")
+
+    monkeypatch.setattr(hal, "request_adapter", refuse)
+
+
+# -- item 1: validation before any backend -------------------------------------------------------
+
+
+def _own_result():
+    g = graph()
+    words = [int(w) for w in g.to_spirv()]
+    add = instruction(words, "OpExtInst")
+    words[add.offset + 5] = add.result  # input1 := the ADD's own result
+    return with_words(g, words), "not a value defined before it"
+
+
+def _no_entry_point():
+    g = graph()
+    words = g.to_spirv()
+    entry = instruction(words, "OpGraphEntryPointARM")
+    count = int(words[entry.offset]) >> 16
+    return with_words(g, np.delete(words, range(entry.offset, entry.offset + count))), "no graph entry point"
+
+
+def _too_many_operands():
+    g = graph()
+    words = [int(w) for w in g.to_spirv()]
+    add = instruction(words, "OpExtInst")
+    count = words[add.offset] >> 16
+    words[add.offset] += 1 << 16
+    words.insert(add.offset + count, words[add.offset + 5])
+    return with_words(g, words), "more than the 2 ADD takes"
+
+
+def _mismatched_add():
+    return graph((2, 3), (3, 2)).to_bytes(), "ADD"
+
+
+def _graph_over_smaller_resources():
+    return with_words(graph((2, 3)), graph((64, 64)).to_spirv()), "tensor<64x64 float32>"
+
+
+def _bad_graph_constant_shape():
+    g = Graph()
+    a = g.input("float32", (1, 40))
+    g.output(g.op("ADD", input1=a, input2=np.arange(40, dtype=np.float32).reshape(1, 40)))
+    vgf = g.to_vgf()
+    assert vgf.constants, "the builder should have made a graph constant"
+    vgf.resources[vgf.constants[0].mrt_index].shape = [1, 4000]
+    return write(vgf), "graph constant"
+
+
+CASES = {
+    "op reads its own result": _own_result,
+    "no entry point": _no_entry_point,
+    "too many operands": _too_many_operands,
+    "ADD of [2,3] and [3,2]": _mismatched_add,
+    "64x64 graph over 2x3 resources": _graph_over_smaller_resources,
+    "graph constant over a wrong resource": _bad_graph_constant_shape,
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_graphs_are_refused_before_any_adapter(case, backend, monkeypatch):
+    data, match = CASES[case]()
+    no_adapter(monkeypatch)
+    with pytest.raises(VGFError, match=match) as info:
+        pyvgf.load(data, backend=backend)
+    assert "segment 0" in str(info.value)  # names the segment and module
+    vgf = read(data)
+    with pytest.raises(VGFError, match=match):  # a VGF object is checked the same way
+        pyvgf.load(vgf, backend=backend)
+
+
+def test_spirv_errors_name_the_instruction(monkeypatch):
+    data, _ = _too_many_operands()
+    no_adapter(monkeypatch)
+    with pytest.raises(SpirvError, match=r"OpExtInst.*\(word \d+\)") as info:
+        pyvgf.load(data, backend="vulkan")
+    assert info.value.word is not None and "graph_partition_0" in str(info.value)
+
+
+# -- item 3: budgets -----------------------------------------------------------------------------
+
+
+def _null_of(shape, bits=8, replicate=False) -> bytes:
+    g = graph()
+
+    def make(first):
+        decl, tensor, nid = tensor_decl(first, bits, shape)
+        if replicate:
+            decl += op("OpConstant", first + 1, nid, 7) + op("OpConstantCompositeReplicateEXT", tensor, nid + 1, nid)
+            return decl, nid + 2 - first
+        return decl + op("OpConstantNull", tensor, nid), nid + 1 - first
+
+    return with_words(g, add_globals(g.to_spirv(), make))
+
+
+@pytest.mark.parametrize("replicate", [False, True], ids=["null", "replicated"])
+def test_unused_huge_broadcasts_stay_lazy(replicate):
+    data = _null_of((1 << 15, 1 << 15), replicate=replicate)  # 1 GiB of int8, never made
+    tracemalloc.start()
+    try:
+        model = pyvgf.load(data)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 64 << 20, peak
+    a = np.ones((2, 3), np.float32)
+    np.testing.assert_array_equal(model.run([a, a])[0], a + a)
+    model.close()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_tensor_over_the_memory_budget_is_refused(backend, monkeypatch):
+    data = _null_of((1 << 20, 1 << 20))  # 2^40 elements: 1 TiB of int8, 4 TiB as int32
+    no_adapter(monkeypatch)
+    with pytest.raises(SpirvError, match="exceeds the memory budget"):
+        pyvgf.load(data, backend=backend)
+    monkeypatch.setenv("PYVGF_MEMORY_BUDGET", str(1 << 20))
+    with pytest.raises(SpirvError, match="exceeds the memory budget"):
+        pyvgf.load(_null_of((1024, 2048)), backend=backend)
+
+
+def test_rank_above_the_limit_is_refused(monkeypatch):
+    no_adapter(monkeypatch)
+    with pytest.raises(SpirvError, match="rank 40 is outside"):
+        pyvgf.load(_null_of((1,) * 40))
+
+
+def test_composites_may_not_make_a_small_file_large(monkeypatch):
+    """A composite of 64 references to one 2^24-element null would be 1 GiB once concrete."""
+    g = graph()
+
+    def make(first):
+        row, row_type, nid = tensor_decl(first, 8, (1 << 24,))
+        out = row + op("OpConstantNull", row_type, nid)
+        null = nid
+        more, big_type, nid = tensor_decl(nid + 1, 8, (64, 1 << 24))
+        out += more + op("OpConstantComposite", big_type, nid, *[null] * 64)
+        return out, nid + 1 - first
+
+    no_adapter(monkeypatch)
+    with pytest.raises(SpirvError, match="constant data concrete"):
+        pyvgf.load(with_words(g, add_globals(g.to_spirv(), make)))
+
+
+def test_resources_over_the_budget_are_refused(monkeypatch):
+    vgf = graph((2, 3)).to_vgf()
+    vgf.resources[0].shape = [1 << 30, 1 << 30]
+    no_adapter(monkeypatch)
+    with pytest.raises(VGFFormatError, match="memory budget"):
+        pyvgf.load(vgf)
+
+
+# -- item 2: the file may change after load ------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_file_rewritten_or_truncated_after_load_changes_nothing(backend, tmp_path):
+    if backend == "vulkan":
+        from conftest_vulkan import require_vulkan
+
+        require_vulkan()
+    g = Graph()
+    a = g.input("float32", (1, 64))
+    g.output(g.op("ADD", input1=a, input2=np.arange(64, dtype=np.float32).reshape(1, 64)))
+    path = tmp_path / "model.vgf"
+    path.write_bytes(g.to_bytes())
+    x = np.ones((1, 64), np.float32)
+    with pyvgf.load(path, backend=backend) as model:
+        before = model.run([x])[0]
+        with open(path, "r+b") as f:
+            f.truncate(100)
+        np.testing.assert_array_equal(model.run([x])[0], before)
+        path.write_bytes(bytes(4096))
+        np.testing.assert_array_equal(model.run([x])[0], before)
+
+
+def test_a_vgf_object_changed_after_load_changes_nothing():
+    g = Graph()
+    a = g.input("float32", (1, 64))
+    g.output(g.op("ADD", input1=a, input2=np.arange(64, dtype=np.float32).reshape(1, 64)))
+    vgf = g.to_vgf()
+    vgf.constants[0].data = vgf.constants[0].data.copy()  # a writable array the caller keeps
+    x = np.ones((1, 64), np.float32)
+    with pyvgf.load(vgf) as model:
+        before = model.run([x])[0]
+        vgf.constants[0].data[:] = 0
+        vgf.resources[0].shape = [7]
+        np.testing.assert_array_equal(model.run([x])[0], before)
+
+
+# -- item 4: lifecycle ---------------------------------------------------------------------------
+
+_CYCLES = r"""
+import gc, sys
+import numpy as np
+import pyvgf
+
+backend, cycles = sys.argv[1], int(sys.argv[2])
+data = open("pyvgf/examples/tiny_convnet.vgf", "rb").read()
+
+def resident():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+
+def cycle():
+    model = pyvgf.load(data, backend=backend)  # never closed
+    model.run([np.zeros(i.shape, i.dtype) for i in model.inputs])
+
+marks = []
+for i in range(cycles):
+    cycle()
+    if i + 1 in (cycles // 4, cycles):
+        gc.collect()
+        marks.append(resident())
+print(marks[1] - marks[0])
+"""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_dropped_models_free_their_device_objects(backend):
+    if backend == "vulkan":
+        from conftest_vulkan import require_vulkan
+
+        require_vulkan()
+    model = pyvgf.load(graph().to_bytes(), backend=backend)
+    a = np.ones((2, 3), np.float32)
+    model.run([a, a])
+    device = model.device
+    live = getattr(device, "ctx", None) and device.ctx.live
+    del model
+    gc.collect()
+    assert device.destroyed and device.adapter.destroyed
+    if live is not None:
+        assert not {k: v for k, v in live.items() if v}, live
+
+
+def test_dropped_hal_device_destroys_its_vulkan_objects():
+    from conftest_vulkan import require_vulkan
+
+    require_vulkan()
+    adapter = hal.request_adapter("vulkan")
+    device = adapter.request_device()
+    memory = device.allocate_memory(4096)
+    device.create_tensor(100, (1, 4), memory=memory).create_view()
+    device.create_buffer(256)
+    live = device.ctx.live
+    assert live["VkTensorARM"] == 1 and live["VkBuffer"] == 1
+    del device, memory
+    gc.collect()
+    assert not {k: v for k, v in live.items() if v and k != "VkTensorViewARM"}, live
+    adapter.destroy()
+
+
+def _growth(backend: str, cycles: int) -> int:
+    proc = subprocess.run([sys.executable, "-c", _CYCLES, backend, str(cycles)], capture_output=True, text=True,
+                          timeout=1800, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return int(proc.stdout.split()[-1])
+
+
+def test_200_unclosed_cpu_cycles_stay_flat():
+    assert _growth("cpu", 200) < 8 << 20
+
+
+@pytest.mark.slow
+def test_200_unclosed_vulkan_cycles_stay_flat():
+    from conftest_vulkan import require_vulkan
+
+    require_vulkan()
+    assert _growth("vulkan", 200) < 32 << 20
+
+
+# -- item 5: the command line --------------------------------------------------------------------
+
+
+def _cli(*argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "pyvgf", *argv], capture_output=True, text=True, timeout=300,
+                          check=False)
+
+
+@pytest.mark.parametrize("command", ["inspect", "run"])
+def test_cli_errors_are_one_line(command, tmp_path):
+    bad = tmp_path / "bad.vgf"
+    bad.write_bytes(_too_many_operands()[0] if command == "run" else b"VGF" + bytes(200))
+    extra = ["--random-inputs"] if command == "run" else []
+    proc = _cli(command, str(bad), *extra)
+    assert proc.returncode == 1
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    debug = _cli(command, str(bad), *extra, "--debug")
+    assert debug.returncode != 0 and "Traceback" in debug.stderr
+
+
+def test_cli_turns_memory_error_into_one_line(monkeypatch, capsys):
+    from pyvgf import cli
+
+    def exhausted(*args, **kwargs):
+        raise MemoryError
+
+    monkeypatch.setattr("pyvgf.format.read", exhausted)
+    assert cli.main(["inspect", "x.vgf"]) == 1
+    err = capsys.readouterr().err
+    assert err.strip() == "pyvgf inspect: MemoryError"

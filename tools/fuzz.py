@@ -1,0 +1,110 @@
+"""Run pyvgf's mutation fuzzing campaign (pyvgf.testing.fuzz) and print its figures.
+
+    python tools/fuzz.py --cases 100000                        # every target, 100k cases each
+    python tools/fuzz.py --target load-cpu spirv-cpu --cases 5000 --jobs 2 --out fuzz-out
+    python tools/fuzz.py --target load-vulkan --replay fuzz-out/load-vulkan-0-17.bin
+
+Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of shared/fixtures/real,
+model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
+mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py). `--jobs N`
+splits each target's cases over N workers. Prints, per target: cases by outcome, failures
+(escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
+workers' peak resident memory; exits 1 when there was a failure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from pyvgf.testing import fuzz
+
+FIXTURES = ["add_f32", "format_segments", "format_const_dtypes", "runtime_segments", "runtime_constants",
+            "vulkan_conv2d_f32", "spirv_int8_conv_rescale", "runtime_multi_io"]
+
+
+def vgf_seeds() -> list[bytes]:
+    """Real VGFs: Arm's model-converter output and ExecuTorch-made models, and the example."""
+    import fixtures
+
+    seeds = [(ROOT / "pyvgf" / "examples" / "tiny_convnet.vgf").read_bytes()]
+    seeds += [fixtures.model(name).read_bytes() for name in FIXTURES]
+    seeds += [p.read_bytes() for p in sorted(fixtures.REAL.glob("*.vgf"))]
+    return seeds
+
+
+def spirv_seeds() -> list[bytes]:
+    """VGFs of graphs built with pyvgf.build, whose SPIR-V words the spirv-* targets mutate."""
+    from build_graphs import GRAPHS
+
+    return [make().to_bytes() for make in GRAPHS.values()]
+
+
+def seeds_for(target: str) -> list[bytes]:
+    return spirv_seeds() if target.startswith("spirv") else vgf_seeds()
+
+
+def run(target: str, cases: int, seed: int, jobs: int, out: Path | None, timeout: float, memory_mb: int) -> fuzz.Report:
+    seeds = seeds_for(target)
+    share = -(-cases // jobs)
+    parts = [(start, min(share, cases - start)) for start in range(0, cases, share)]
+
+    def part(span: tuple[int, int]) -> fuzz.Report:
+        return fuzz.campaign(target, seeds, span[1], seed=seed, out=out, timeout=timeout, start=span[0],
+                             memory_limit=memory_mb << 20,
+                             progress=lambda r: print(f"  ... {r.summary()}", file=sys.stderr, flush=True))
+
+    with ThreadPoolExecutor(len(parts)) as pool:
+        reports = list(pool.map(part, parts))
+    total = fuzz.Report(target)
+    for r in reports:
+        total.cases += r.cases
+        for k, v in r.counts.items():
+            total.counts[k] = total.counts.get(k, 0) + v
+        total.slowest = max(total.slowest, r.slowest)
+        total.peak_rss = max(total.peak_rss, r.peak_rss)
+        total.failures += r.failures
+    return total
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--target", nargs="+", default=list(fuzz.TARGETS), choices=list(fuzz.TARGETS))
+    p.add_argument("--cases", type=int, default=1000, help="cases per target (default 1000)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--jobs", type=int, default=1, help="workers per target, run at once")
+    p.add_argument("--out", type=Path, default=Path("fuzz-out"), help="where reproducers go")
+    p.add_argument("--timeout", type=float, default=60.0, help="seconds a case may take before it is a hang")
+    p.add_argument("--memory-limit-mb", type=int, default=8192, help="each worker's address space (0: none)")
+    p.add_argument("--replay", type=Path, help="run this reproducer in the foreground, traceback and all")
+    p.add_argument("--json", type=Path, help="also write the figures here")
+    args = p.parse_args()
+    if args.replay:
+        fuzz.TARGETS[args.target[0]].load()(args.replay.read_bytes())
+        print("no failure")
+        return 0
+    reports = []
+    for target in args.target:
+        report = run(target, args.cases, args.seed, args.jobs, args.out, args.timeout, args.memory_limit_mb)
+        print(report.summary(), flush=True)
+        for path in report.failures:
+            print(f"  reproducer {path}: {path.with_suffix('.txt').read_text().splitlines()[1][:200]}")
+        reports.append(report)
+    if args.json:
+        args.json.write_text(json.dumps([{"target": r.target, "cases": r.cases, "counts": r.counts,
+                                          "failures": r.escapes, "slowest_s": r.slowest[0],
+                                          "slowest_case": r.slowest[1], "peak_rss": r.peak_rss,
+                                          "reproducers": [str(f) for f in r.failures]} for r in reports], indent=2))
+    return 1 if any(r.escapes for r in reports) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
