@@ -245,6 +245,7 @@ size. The function writes its outputs into those views and returns None.
 
 _BACKENDS: dict[str, Callable[[], Callable[..., Adapter]] | str] = {
     "cpu": "pyvgf.hal.cpu",
+    "reference": "pyvgf.hal.reference",
     "vulkan": "pyvgf.hal.vulkan",
 }
 
