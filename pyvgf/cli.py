@@ -317,8 +317,10 @@ def _add_bisect(sub: argparse._SubParsersAction) -> None:
 
 
 def _doctor(args: argparse.Namespace) -> int:
+    from .hal.cpu import report as cpu_report
     from .hal.vulkan import diagnose  # HalError naming the install command without the extra
 
+    print(cpu_report())
     text, usable = diagnose()
     print(text)
     return 0 if usable else 1

@@ -24,3 +24,23 @@ class TensorType:
 
     def __str__(self) -> str:
         return f"tensor<{'x'.join(map(str, self.shape)) or 'scalar'} {self.dtype}>"
+
+
+def immutable(array: np.ndarray) -> bool:
+    """Whether nothing can change `array`: read-only views down to read-only memory (bytes, a
+    read-only mmap such as a VGF file's) or to a read-only array owning its data."""
+    base: object = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return base is None or _readonly_memory(base)
+
+
+def _readonly_memory(obj: object) -> bool:
+    if isinstance(obj, memoryview):
+        return obj.readonly and _readonly_memory(obj.obj)
+    try:
+        return memoryview(obj).readonly  # type: ignore[arg-type]
+    except TypeError:
+        return False

@@ -30,3 +30,17 @@ def real_model(request) -> Path:
     if not path.exists():
         pytest.fail(f"{path} is missing: the real fixtures live in tests/fixtures/real/")
     return path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `fast` need the fast executor: skipped, saying why, where its extra is not
+    installed (the core-only run of .ci/run)."""
+    from pyvgf import fast
+
+    if fast.available():
+        return
+    skip = pytest.mark.skip(reason=f"needs the fast executor: pip install 'pyvgf[fast]' "
+                                   f"({', '.join(fast.missing())} not installed)")
+    for item in items:
+        if "fast" in item.keywords:
+            item.add_marker(skip)

@@ -144,7 +144,31 @@ def run_op(name: str, result: TensorType, **operands) -> np.ndarray:
     assert isinstance(out, np.ndarray), f"{name} returned {type(out).__name__}"
     assert out.dtype == np.dtype(result.dtype), f"{name}: dtype {out.dtype} != {result.dtype}"
     assert out.shape == tuple(result.shape), f"{name}: shape {out.shape} != {result.shape}"
+    fast = fast_form(name)
+    if fast is not None:  # the fast executor's override gives the reference's result
+        assert_executors_agree(fast(**operands), out, f"{name}: fast vs reference")
     return out
+
+
+def fast_form(name: str):
+    """The fast executor's override of op `name`, where the fast extra is installed; else None."""
+    from pyvgf import fast
+
+    if not fast.available():
+        return None
+    import pyvgf.fast.plan  # noqa: F401  (registers the fast forms)
+    from pyvgf.fast.registry import FAST
+
+    extra = FAST.get(name)
+    return None if extra is None else extra.fn
+
+
+def assert_executors_agree(got: np.ndarray, want: np.ndarray, what: str) -> None:
+    """Integers bit-exact, floats within pyvgf.testing's tolerance (NaN where NaN)."""
+    from pyvgf.testing.compare import _mismatch, tolerance
+
+    problem = _mismatch(np.asarray(got), np.asarray(want), tolerance(want.dtype))
+    assert problem is None, f"{what}: {problem}"
 
 
 def ulps(dtype: np.dtype) -> float:

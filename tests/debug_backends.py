@@ -1,4 +1,4 @@
-"""Deliberately wrong backends for the bisect tests: pyvgf's cpu backend with one TOSA operator
+"""Deliberately wrong backends for the bisect tests: pyvgf's reference backend with one TOSA operator
 perturbed (its results moved by a fixed amount), as a user's own backend function."""
 
 from __future__ import annotations
@@ -17,15 +17,15 @@ def perturbed(op: str):
     def backend(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
         real = OPS[op]
 
-        def wrong(**operands):  # no plan-time forms, no fusion: the op runs as it is called
+        def wrong(**operands):  # on the reference: the op runs as it is called
             result = real.fn(**operands)
             if result.dtype.kind in "iu":
                 return (result.astype(np.int64) + 97).astype(result.dtype)
             return result * np.asarray(1.25, result.dtype) + np.asarray(0.5, result.dtype)
 
-        OPS[op] = dataclasses.replace(real, fn=wrong, prepare=None, inplace=None, from_accumulator=None)
+        OPS[op] = dataclasses.replace(real, fn=wrong)
         try:
-            model_ = pyvgf.load(model)
+            model_ = pyvgf.load(model, backend="reference")
         finally:
             OPS[op] = real
         with model_:

@@ -8,7 +8,6 @@ ops on model-converter graphs against Arm's tosa_reference_model.
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -304,12 +303,25 @@ REFERENCE_MODELS = [
 ]  # not spirv_int48_fp8: tosa_reference_model cannot hand back INT48 outputs
 
 
+def _executor(name: str) -> type[GraphPlan]:
+    """The plan class of an executor: the reference, or the fast one (skipped without it)."""
+    if name == "reference":
+        return GraphPlan
+    from pyvgf.fast.plan import FastPlan
+
+    return FastPlan
+
+
+EXECUTORS = ["reference", pytest.param("fast", marks=pytest.mark.fast)]
+
+
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("name", REFERENCE_MODELS)
-def test_matches_tosa_reference_model(name):
+def test_matches_tosa_reference_model(name, executor):
     from references import tosa_reference  # tools/references.py
 
     graph, constants = vgf_graph(fixtures.model(name))
-    plan = GraphPlan(graph, constants)
+    plan = _executor(executor)(graph, constants)
     rng = np.random.default_rng(7)
     inputs = [random_input(p.type, rng) for p in graph.inputs]
     ours = plan.run(inputs)
@@ -323,10 +335,11 @@ def test_matches_tosa_reference_model(name):
             np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("executor", EXECUTORS)
 @pytest.mark.parametrize("name", [pytest.param("mobilenet_v2", marks=pytest.mark.slow), "vww4"])
-def test_real_models_plan_and_run(name):
+def test_real_models_plan_and_run(name, executor):
     graph, constants = vgf_graph(REAL_MODELS[name])
-    plan = GraphPlan(graph, constants)
+    plan = _executor(executor)(graph, constants)
     assert len(plan.schedule) + len(plan.folded) == len(graph.nodes)
     rng = np.random.default_rng(3)
     (x,) = [random_input(p.type, rng) for p in graph.inputs]
@@ -335,84 +348,3 @@ def test_real_models_plan_and_run(name):
     assert (out.dtype, out.shape) == (graph.outputs[0].type.dtype, graph.outputs[0].type.shape)
     np.testing.assert_array_equal(plan.run([x])[0], out)
     assert len(np.unique(out)) > 1  # a classifier's int8 scores, not a constant tensor
-
-
-# -- fusion ------------------------------------------------------------------------------------------
-
-
-FUSED_CHAINS = {
-    # every convolution path (im2col, pointwise, depthwise with strides and multipliers) with a
-    # CLAMP;
-    # the last CONV2D is also a graph result, so its CLAMP stays a step of its own
-    "interpreter_fuse_f32": [["CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"], ["CONV2D", "CLAMP"],
-                             ["DEPTHWISE_CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"],
-                             ["DEPTHWISE_CONV2D", "CLAMP"]],
-    "interpreter_fuse_i8": [["CONV2D", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE", "CLAMP"],
-                            ["CONV2D", "RESCALE"]],
-    # a RESCALE made in the convolution's compiled loop (1x1 blocks, the depthwise window),
-    # then a second one (a residual branch's, to int32 or int16) on its result; a first
-    # RESCALE rounding twice, which the loops leave to the bands
-    "interpreter_fuse_rescales": [["CONV2D", "RESCALE", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE"],
-                                  ["CONV2D", "RESCALE", "RESCALE"],
-                                  ["DEPTHWISE_CONV2D", "RESCALE", "RESCALE"],
-                                  ["CONV2D", "RESCALE", "RESCALE"]],
-}
-
-
-@pytest.mark.parametrize("name", [*FUSED_CHAINS, "spirv_conv_add", "spirv_int8_conv_rescale"])
-def test_plan_time_forms_give_what_the_ops_give(name, monkeypatch):
-    """Convolutions bound to their plan-time forms (registry `prepare`) give the results of the
-    ops called as they are; each works out its weights once, at its first run (not at load)."""
-    from pyvgf.tosa import conv
-    from pyvgf.tosa.registry import OPS
-
-    graph, constants = vgf_graph(fixtures.model(name))
-    worked_out: list[object] = []
-    real = conv._compute_dtype
-    monkeypatch.setattr(conv, "_compute_dtype", lambda *a: worked_out.append(a) or real(*a))
-    convs = {"CONV2D", "CONV3D", "DEPTHWISE_CONV2D"}
-    plan = GraphPlan(graph, constants)
-    steps = [s for s in plan._steps if s.node.op in convs]
-    assert steps and all(s.fn is not OPS[s.node.op].fn and not s.static for s in steps)
-    assert worked_out == []
-    rng = np.random.default_rng(9)
-    inputs = [random_input(p.type, rng) for p in graph.inputs]
-    first = plan.run(inputs)
-    assert len(worked_out) == len(steps)
-    again = plan.run(inputs)
-    assert len(worked_out) == len(steps)
-    as_called = GraphPlan(graph, constants, {k: replace(v, prepare=None) for k, v in OPS.items()})
-    assert all(s.fn is OPS[s.node.op].fn for s in as_called._steps if s.node.op in convs)
-    want = as_called.run(inputs)
-    assert len(worked_out) == 2 * len(steps)  # called as they are: every run works it out
-    for got, more, expected in zip(first, again, want):
-        assert got.dtype == expected.dtype and got.shape == expected.shape
-        np.testing.assert_array_equal(got, more)
-        np.testing.assert_array_equal(got, expected)
-
-
-@pytest.mark.parametrize("name", FUSED_CHAINS)
-@pytest.mark.parametrize("band_bytes", [None, 1], ids=["default-bands", "one-row-bands"])
-def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch):
-    """Fused chains give what the ops give one by one, whatever the band size."""
-    from pyvgf.tosa import conv, kernels
-    from pyvgf.tosa.registry import OPS
-
-    if band_bytes is not None:
-        for module, attr in ((kernels, "BAND_BYTES"), (conv, "DEPTHWISE_BAND_BYTES"),
-                             (conv, "POINTWISE_BAND_BYTES"), (conv, "SHARED_BAND_BYTES")):
-            monkeypatch.setattr(module, attr, band_bytes)
-    graph, constants = vgf_graph(fixtures.model(name))
-    plan = GraphPlan(graph, constants)
-    assert [[n.op for n in chain] for chain in plan.fused] == FUSED_CHAINS[name]
-    assert len(plan.schedule) + len(plan.folded) == len(graph.nodes)
-    apart = GraphPlan(graph, constants, {k: replace(v, bandwise=False) for k, v in OPS.items()})
-    assert apart.fused == ()
-    rng = np.random.default_rng(5)
-    inputs = [random_input(p.type, rng) for p in graph.inputs]
-    for got, want in zip(plan.run(inputs), apart.run(inputs)):
-        assert got.dtype == want.dtype and got.shape == want.shape
-        if got.dtype.kind in "iu":
-            np.testing.assert_array_equal(got, want)
-        else:
-            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)

@@ -1,5 +1,6 @@
 """The project keeps its promises about set-up: the repository holds every file its tests and
-tools need, and CI runs exactly the README's test command in a copy with nothing beside it."""
+tools need, and CI runs exactly the README's test command in a copy with nothing beside it,
+then the suite once more on the core install (no fast extra)."""
 
 import os
 import re
@@ -59,8 +60,14 @@ def test_ci_copies_the_checkout_where_nothing_is_beside_it(tmp_path):
     record = tmp_path / "record.txt"
     for name in ("apt-get", "pip"):
         (bin_dir / name).write_text("#!/bin/sh\nexit 0\n")
+    core_record = tmp_path / "core.txt"
+    core_stub = f'#!/bin/sh\necho "$(basename "$0") $*" >> "{core_record}"\n'
     (bin_dir / "python").write_text(
-        f'#!/bin/sh\n{{ echo "args $*"; echo "cwd $PWD"; ls -A ..; ls .git 2>&1 >/dev/null | head -1;'
+        '#!/bin/sh\n'
+        'if [ "$1 $2" = "-m venv" ]; then mkdir -p "$3/bin"; for t in pip python; do\n'
+        f"  printf '%s' '{core_stub}' > \"$3/bin/$t\"; chmod +x \"$3/bin/$t\"; done; exit 0; fi\n"
+        'if [ "$1" = "-c" ]; then exit 0; fi\n'
+        f'{{ echo "args $*"; echo "cwd $PWD"; ls -A ..; ls .git 2>&1 >/dev/null | head -1;'
         f' ls tests/fixtures/real; }} > "{record}"\n'
     )
     for stub in bin_dir.iterdir():
@@ -75,6 +82,9 @@ def test_ci_copies_the_checkout_where_nothing_is_beside_it(tmp_path):
     assert "No such file" in lines[3], "the copy should have no .git"
     assert {"mobilenet_v2_int8.vgf", "vww4_int8.vgf", "LICENSE", "README.md"} <= set(lines[4:])
     assert not copy.exists(), ".ci/run should remove its copy"
+    core = core_record.read_text().splitlines()  # then the suite on the core install
+    assert core[0].startswith("pip install -e .")
+    assert core[-1] == "python -m pytest"
 
 
 def test_fixture_tool_makes_a_real_vgf(vgf_model):

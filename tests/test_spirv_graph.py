@@ -120,15 +120,16 @@ def test_constants_are_read_only():
         weight[0, 0, 0, 0] = 9
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("name", ["spirv_int8_conv_rescale", "interpreter_fuse_rescales"])
 def test_constants_cannot_change_through_any_name(name):
     """No writeable array lies under a constant, so the cpu backend prepares what it derives
     from one (a RESCALE's factors, a weight's layout) once, at the first run, not every run."""
-    from pyvgf.tosa.kernels import _immutable
+    from pyvgf.types import immutable
 
     arrays = [op.value for node in graph_of(name).nodes for op in node.operands.values()
               if isinstance(op, Const) and isinstance(op.value, np.ndarray)]
-    assert arrays and all(_immutable(a) for a in arrays)
+    assert arrays and all(immutable(a) for a in arrays)
 
 
 def test_replicated_splat_and_negative_scalar():

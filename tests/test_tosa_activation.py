@@ -139,12 +139,14 @@ def test_clamp_checks():
         run_op("SIGMOID", TensorType(I8, (2,)), input=np.zeros(2, I8))
 
 
+@pytest.mark.fast
 @pytest.mark.parametrize("nan_mode", [1, 2], ids=["propagate", "ignore"])
 @pytest.mark.parametrize("bias_size", [1, 5])
 def test_clamp_fused_after_a_convolution_equals_clamp_of_its_result(nan_mode, bias_size):
     """CLAMP's accumulator form (bias and clamp in one pass, in place) gives CLAMP of
     accumulator + bias for an fp32 result, NaN and infinities included, and declines others."""
-    from pyvgf.tosa.activation import _clamp_accumulated, clamp
+    from pyvgf.fast.activation import _clamp_accumulated
+    from pyvgf.tosa.activation import clamp
 
     rng = np.random.default_rng(bias_size)
     acc = (rng.standard_normal((2, 3, 4, 5)) * 8).astype(np.float32)

@@ -9,11 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.fast
 
 _RUN = r"""
 import numpy as np
-from pyvgf.tosa.compiled import depthwise_rows
+from pyvgf.fast.compiled import depthwise_rows
 x = np.ones((1, 4, 4, 3), np.float32)
 acc = np.empty((1, 4, 4, 3), np.float32)
 depthwise_rows(x, np.float32(0), np.ones((3, 3, 3), np.float32), 1, 1, 1, 1, 1, 1, 0, acc,
@@ -25,7 +28,7 @@ print(acc[0, :, :, 0].tolist())
 def test_compiled_loops_run_without_a_writable_cache(tmp_path: Path) -> None:
     shutil.copytree(ROOT / "pyvgf", tmp_path / "pyvgf",
                     ignore=shutil.ignore_patterns("__pycache__"))
-    (tmp_path / "pyvgf" / "tosa" / "__pycache__").write_text("")  # a file: no cache folder
+    (tmp_path / "pyvgf" / "fast" / "__pycache__").write_text("")  # a file: no cache folder
     unwritable = "/dev/null/cache"  # below a file: no folder can be made there, even by root
     env = {**os.environ, "PYTHONPATH": str(tmp_path), "NUMBA_CACHE_DIR": unwritable,
            "XDG_CACHE_HOME": unwritable, "HOME": unwritable}

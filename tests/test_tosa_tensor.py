@@ -19,8 +19,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
-from pyvgf.tosa import OPS, conv, kernels
-from pyvgf.tosa.kernels import prepared
+from pyvgf.tosa import OPS
 from pyvgf.types import TensorType
 
 I4, I8, I16, I32, I48 = (np.dtype(t) for t in (ml_dtypes.int4, np.int8, np.int16, np.int32,
@@ -189,8 +188,11 @@ def test_wide_channels(op, ic, oc, dtypes, data_, seed):
 @pytest.mark.parametrize("dtypes", [CONV_DTYPES[0], CONV_DTYPES[2], CONV_DTYPES[3]],
                          ids=[IDS[0], IDS[2], IDS[3]])
 @pytest.mark.parametrize("n,ic", [(1, 3), (2, 20)], ids=["n1-transposed", "n2-contiguous"])
+@pytest.mark.fast
 def test_conv_in_bands_of_output_rows(dtypes, n, ic, monkeypatch):
     """Bands of one or two output rows (tiny BAND_BYTES) give the same result as one pass."""
+    from pyvgf.fast import conv, kernels
+
     monkeypatch.setattr(kernels, "BAND_BYTES", 1 << 9)
     monkeypatch.setattr(conv, "DEPTHWISE_BAND_BYTES", 1 << 7)
     for op, geometry in (("CONV2D", ([9, 7], [3, 2], [1, 1, 0, 1], [2, 1], [1, 2])),
@@ -475,8 +477,11 @@ def test_operators_do_not_modify_their_operands():
         np.testing.assert_array_equal(v, before[n])
 
 
+@pytest.mark.fast
 def test_constant_weights_are_prepared_once():
     """A read-only weight's preparation is reused; a writable weight's never is."""
+    from pyvgf.fast.kernels import prepared
+
     calls = []
 
     def make():

@@ -1,4 +1,4 @@
-"""The CPU executor's threads (pyvgf/tosa/threads.py): loops and GEMMs split over numba's
+"""The fast executor's threads (pyvgf/fast/threads.py): loops and GEMMs split over numba's
 threads give what one thread gives, BLAS runs one thread only while a graph runs and is then
 given back as the caller had it, and a process forked after a run still runs graphs."""
 
@@ -9,19 +9,20 @@ import os
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-import numba
 import numpy as np
 import pytest
-import threadpoolctl
-from conftest_spirv import fixtures, random_input, vgf_graph
-from conftest_tosa import run_op
 
-from pyvgf.tosa import conv, kernels, threads
-from pyvgf.tosa.interpreter import GraphPlan
-from pyvgf.types import TensorType
+numba = pytest.importorskip("numba", reason="the fast executor needs the fast extra")
+import threadpoolctl  # noqa: E402
+from conftest_spirv import fixtures, random_input, vgf_graph  # noqa: E402
+from conftest_tosa import run_op  # noqa: E402
 
-pytestmark = pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
-                                reason="numba has one thread here: nothing is split")
+from pyvgf.fast import conv, kernels, threads  # noqa: E402
+from pyvgf.fast.plan import FastPlan as GraphPlan  # noqa: E402
+from pyvgf.types import TensorType  # noqa: E402
+
+pytestmark = [pytest.mark.fast, pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
+                                                   reason="numba has one thread here: nothing is split")]
 
 F32 = np.dtype(np.float32)
 
@@ -202,7 +203,7 @@ def test_a_process_forked_after_a_run_still_runs_graphs():
 
 def test_numba_s_workqueue_threads_are_not_used(monkeypatch):
     """They end the process when two Python threads start parallel work at once."""
-    from pyvgf.tosa import threads
+    from pyvgf.fast import threads
 
     monkeypatch.setattr(numba.config, "THREADING_LAYER", "workqueue")
     threads._thread_safe_layer.cache_clear()
@@ -218,7 +219,8 @@ def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum():
     """A 1x1 int8 convolution's input less its zero point, GEMM, bias and RESCALE in one
     threaded call (its `rescale` form) against the RESCALE op on the int32 result, sums that
     wrap included."""
-    from pyvgf.tosa.type_conversion import SINGLE_ROUND, _rescale_accumulated, rescale
+    from pyvgf.fast.rescale import _rescale_accumulated
+    from pyvgf.tosa.type_conversion import SINGLE_ROUND, rescale
 
     rng = np.random.default_rng(3)
     a = rng.integers(-128, 128, (70, 64)).astype(np.int8)  # an int8 input of zero point -7

@@ -13,6 +13,7 @@ from conftest_tosa import (
     I48,
     Graph,
     assert_same,
+    fast_form,
     mlir_type,
     random_values,
     rng_from,
@@ -271,17 +272,26 @@ def test_rescale_int32_extremes_equal_python_integers(double_round, out_dtype, o
                                 double_round)
     assert got.dtype == out_dtype
     np.testing.assert_array_equal(got.astype(np.int64), want)
+    fast = fast_form("RESCALE")
+    if fast is not None:
+        again = fast(scale32=True, rounding_mode=3 if double_round else 1, per_channel=True,
+                     input_unsigned=False, output_unsigned=False, input=value, multiplier=mult,
+                     shift=shift, input_zp=np.zeros(1, np.int32),
+                     output_zp=np.array([ozp], out_dtype))
+        np.testing.assert_array_equal(again, got)
 
 
 @pytest.mark.parametrize("acc_dtype,magnitude", [
     (np.float32, 2**21), (np.float64, 2**21), (np.int64, 2**21),
     (np.float64, 2**31 - 2**20), (np.int64, 2**31 - 2**20),  # float32 holds < 2**24 only
 ])
+@pytest.mark.fast
 def test_rescale_from_a_convolution_accumulator_equals_rescale_of_its_int32_result(
         acc_dtype, magnitude):
     """The fused form (accumulator + bias) gives RESCALE of the int32 tensor they make, the
     sum wrapping as int32 does past int32."""
-    from pyvgf.tosa.type_conversion import _rescale_accumulated, rescale
+    from pyvgf.fast.rescale import _rescale_accumulated
+    from pyvgf.tosa.type_conversion import rescale
 
     rng = np.random.default_rng(magnitude)
     mult = np.array([2**31 - 1, 1 << 30, 1518500250], np.int32)
@@ -299,11 +309,13 @@ def test_rescale_from_a_convolution_accumulator_equals_rescale_of_its_int32_resu
     np.testing.assert_array_equal(fused, want)
 
 
+@pytest.mark.fast
 def test_rescale_from_an_int48_accumulator_wraps_at_48_bits():
     """After an int16 convolution (int48 result) the fused form wraps acc + bias at 48 bits,
     as the int48 tensor would, and rescales it with 16-bit multipliers."""
+    from pyvgf.fast.rescale import _rescale_accumulated
     from pyvgf.tosa._common import I48, wrap
-    from pyvgf.tosa.type_conversion import _rescale_accumulated, rescale
+    from pyvgf.tosa.type_conversion import rescale
 
     rng = np.random.default_rng(48)
     magnitude = 2**47 - 2**20

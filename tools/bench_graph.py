@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT / "tools"))
 import fixtures  # noqa: E402  (tools/fixtures.py)
 from pyvgf.format import read  # noqa: E402
 from pyvgf.spirv import decode_graph  # noqa: E402
-from pyvgf.tosa.interpreter import GraphPlan  # noqa: E402
+from pyvgf.fast.plan import FastPlan as GraphPlan  # noqa: E402  (the cpu backend's)
 
 
 def real_models() -> list[Path]:

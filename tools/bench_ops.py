@@ -41,7 +41,10 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pyvgf.tosa import OPS
+from pyvgf.fast.plan import fast_ops
+from pyvgf.tosa import OPS as REFERENCE
+
+OPS = fast_ops(REFERENCE)  # the fast executor's operators, which the cpu backend runs
 
 # (name, H=W, input channels, output channels, kernel, stride) of MobileNetV2 (224x224) layers.
 CONV_LAYERS = [

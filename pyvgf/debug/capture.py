@@ -27,13 +27,11 @@ _PLANS_LOCK = threading.Lock()
 
 def every_step_plan(pipeline: object):
     """The plan of a cpu data graph pipeline that runs every node as a step of its own."""
-    from ..tosa.interpreter import GraphPlan
-
     with _PLANS_LOCK:
         plan = _PLANS.get(pipeline)
         if plan is None:
             fast = pipeline.plan  # type: ignore[attr-defined]
-            plan = _PLANS[pipeline] = GraphPlan(fast.graph, fast.constants, every_step=True)
+            plan = _PLANS[pipeline] = type(fast)(fast.graph, fast.constants, every_step=True)
         return plan
 
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..errors import ProgramFormatError
 from ..format.flatbuffers import Budget, Cursor, FlatBufferError, Span
-from ..format.read import _map
+from ..format.read import snapshot
 from . import schema
 from .schema import DTYPES, InstructionKind, KernelTypes, ScalarType
 
@@ -180,7 +180,7 @@ def is_program(source: str | os.PathLike | bytes | bytearray | memoryview) -> bo
 def read(source: str | os.PathLike | bytes | bytearray | memoryview) -> Program:
     """Read an ExecuTorch program (path or buffer). Raises ProgramFormatError naming the part
     and byte offset of anything malformed."""
-    data = _map(source)
+    data = snapshot(source, use_mmap=False)
     size = len(data)
     if size < 8 or bytes(data[4:8]) != schema.FILE_IDENTIFIER:
         found = bytes(data[4:8]) if size >= 8 else b""

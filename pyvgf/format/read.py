@@ -55,7 +55,7 @@ class _ViewStream:
         return data
 
 
-def _snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mmap: bool) -> np.ndarray:
+def snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mmap: bool) -> np.ndarray:
     """The whole file as a read-only uint8 array that nobody else can change.
 
     A path is read into an immutable `bytes` (one copy of the file), or, with `use_mmap`,
@@ -75,8 +75,8 @@ def _snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mm
             return np.empty(0, dtype=np.uint8)
         if use_mmap:
             return np.frombuffer(_mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_READ), dtype=np.uint8)
-        snapshot = f.read(info.st_size)  # bytes: immutable; shorter if the file shrank meanwhile
-    return np.frombuffer(snapshot, dtype=np.uint8)
+        contents = f.read(info.st_size)  # bytes: immutable; shorter if the file shrank meanwhile
+    return np.frombuffer(contents, dtype=np.uint8)
 
 
 def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bool = False) -> VGF:
@@ -90,7 +90,7 @@ def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bo
     and one rewritten in place changes what the VGF holds. Use it only for files nobody
     writes while they are loaded.
     """
-    data = _snapshot(source, mmap)
+    data = snapshot(source, mmap)
     view = memoryview(data)
     stream = _ViewStream(view)
     size = len(data)

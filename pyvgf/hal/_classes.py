@@ -245,6 +245,7 @@ size. The function writes its outputs into those views and returns None.
 
 _BACKENDS: dict[str, Callable[[], Callable[..., Adapter]] | str] = {
     "cpu": "pyvgf.hal.cpu",
+    "reference": "pyvgf.hal.reference",
     "vulkan": "pyvgf.hal.vulkan",
 }
 
@@ -666,7 +667,8 @@ class Device(HalObject):
                                f"is not a dimension of {c.description}")
         from .graphs import plan_graph
 
-        plan = plan_graph(module, entry_point, resources, constants, label or module.name, plan)
+        plan = plan_graph(module, entry_point, resources, constants, label or module.name, plan,
+                          getattr(self.adapter, "executor", "reference"))
         return self._create_data_graph_pipeline(module, entry_point, layout, tuple(resources),
                                                 tuple(constants), label, plan)
 

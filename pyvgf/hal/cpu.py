@@ -1,8 +1,10 @@
 """The cpu backend: the HAL in numpy, with no GPU and no Vulkan.
 
 Memory is a numpy byte array; tensors and buffers are views into it, so resources bound to the
-same memory alias exactly as in Vulkan. Data graph pipelines run through the TOSA interpreter
-(`GraphPlan`, built once when the pipeline is created); compute pipelines run the Python
+same memory alias exactly as in Vulkan. Data graph pipelines run through a TOSA executor, whose
+plan is built once when the pipeline is created: the fast one (pyvgf/fast/) where the `fast`
+extra is installed, else the plain reference (pyvgf/tosa/), which the `reference` backend
+always uses (`executor` names the adapter's); compute pipelines run the Python
 stand-in registered for their module name. A command buffer is a list of steps that
 `Queue.submit` runs in order, in the calling thread, each finished before the next starts.
 """
@@ -22,16 +24,69 @@ from .shaders import find_shader
 _ALIGNMENT = 16
 
 
+EXECUTORS = {"fast": "pyvgf fast executor (numba)", "reference": "pyvgf numpy reference"}
+"""The TOSA executors of the cpu backends, and the adapter name of each."""
+
+
+def executor() -> str:
+    """The executor `backend="cpu"` uses here: "fast" where the `fast` extra is installed,
+    else "reference"."""
+    from .. import fast
+
+    return "fast" if fast.available() else "reference"
+
+
+def report() -> str:
+    """A plain-text report for `pyvgf doctor`: which executor backend="cpu" runs, and why."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .. import fast
+
+    def versions(names: tuple[str, ...]) -> str:
+        found = []
+        for name in names:
+            try:
+                found.append(f"{name} {version(name)}")
+            except PackageNotFoundError:
+                found.append(f"{name} (version unknown)")
+        return ", ".join(found)
+
+    lines = ["CPU backend", f"  numpy {np.__version__}"]
+    if fast.available():
+        lines.append(f"  executor: fast (pyvgf/fast/: {versions(fast.REQUIRES)}); "
+                     f'backend="reference" runs the plain numpy reference')
+    else:
+        lines.append(f"  executor: reference (plain numpy; {', '.join(fast.missing())} not "
+                     f"installed: pip install 'pyvgf[fast]' for the fast executor)")
+    return "\n".join(lines)
+
+
 def request_adapter() -> CpuAdapter:
-    """The cpu adapter."""
+    """The cpu adapter: the fast executor where it is installed, else the reference."""
+    return _adapter("cpu", executor())
+
+
+def request_reference_adapter() -> CpuAdapter:
+    """The reference adapter: the plain numpy interpreter of pyvgf/tosa/."""
+    return _adapter("reference", "reference")
+
+
+def _adapter(backend: str, executor: str) -> CpuAdapter:
     return CpuAdapter(
-        hal.AdapterInfo(backend="cpu", name="pyvgf numpy executor", device_type="cpu", driver="numpy " + np.__version__),
+        hal.AdapterInfo(backend=backend, name=EXECUTORS[executor], device_type="cpu",
+                        driver="numpy " + np.__version__),
         hal.Limits(),
         frozenset({"VK_ARM_tensors", "VK_ARM_data_graph", "VK_ARM_data_graph_instruction_set_tosa"}),
+        executor,
     )
 
 
 class CpuAdapter(hal.Adapter):
+    def __init__(self, info, limits, features, executor: str = "reference"):
+        super().__init__(info, limits, features)
+        self.executor = executor
+        """The TOSA executor its data graph pipelines run on: "fast" or "reference"."""
+
     def _request_device(self, shaders, label):
         return CpuDevice(self, shaders, label)
 

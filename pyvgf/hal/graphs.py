@@ -24,11 +24,23 @@ def constant_array(c) -> np.ndarray:
     return np.ndarray(d.shape, d.dtype, buffer=raw, strides=d.byte_strides)
 
 
-def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequence, label: str, plan=None):
-    """The `GraphPlan` of `module`'s graph `entry_point`, checked against `resources` and
-    `constants` (a `plan` made at load is checked against them and returned)."""
-    from ..spirv import decode_graph
+def plan_class(executor: str) -> type:
+    """The plan class of a TOSA executor: "fast" (pyvgf/fast/) or "reference" (pyvgf/tosa/),
+    which also checks the graphs a vulkan device runs."""
+    if executor == "fast":
+        from ..fast.plan import FastPlan
+
+        return FastPlan
     from ..tosa.interpreter import GraphPlan
+
+    return GraphPlan
+
+
+def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequence, label: str, plan=None,
+               executor: str = "reference"):
+    """The plan of `module`'s graph `entry_point` for `executor`, checked against `resources`
+    and `constants` (a `plan` made at load is checked against them and returned)."""
+    from ..spirv import decode_graph
 
     graph = decode_graph(module.code, entry_point or None) if plan is None else plan.graph
     described = {(r.descriptor_set, r.binding): r.description for r in resources}
@@ -50,4 +62,4 @@ def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequenc
             raise HalError(f"graph constant {gid} of {label!r} is {ttype}, given {c.description}")
         if plan is None:
             arrays[gid] = constant_array(c)
-    return GraphPlan(graph, arrays) if plan is None else plan
+    return plan_class(executor)(graph, arrays) if plan is None else plan

@@ -31,6 +31,7 @@ from ..format.model import (
     numpy_dtype,
 )
 from ..format.validate import validate
+from ..hal.graphs import plan_class
 from ..limits import MAX_RANK, memory_budget
 from ..spirv import decode, decode_graph
 from ..tosa.interpreter import GraphPlan
@@ -38,8 +39,9 @@ from ..tosa.interpreter import GraphPlan
 SEQUENCE = "model sequence table"
 
 
-def check(vgf: VGF) -> dict[int, GraphPlan]:
-    """Check `vgf` whole; returns the plan of each graph segment, by segment index."""
+def check(vgf: VGF, executor: str = "reference") -> dict[int, GraphPlan]:
+    """Check `vgf` whole; returns the plan of each graph segment for `executor` ("reference" or
+    "fast", see `pyvgf.hal.graphs.plan_class`), by segment index."""
     validate(vgf)
     _budget(vgf)
     plans = {}
@@ -54,7 +56,7 @@ def check(vgf: VGF) -> dict[int, GraphPlan]:
             continue  # a compute shader's source, or none (the cpu backend runs a stand-in)
         try:
             if seg.type == ModuleType.GRAPH:
-                plans[n] = _graph(vgf, seg, module.code, module.entry_point)
+                plans[n] = _graph(vgf, seg, module.code, module.entry_point, executor)
             else:
                 decode(module.code)
         except VGFError as exc:
@@ -109,7 +111,7 @@ def _budget(vgf: VGF) -> None:
                              f"budget of {budget} bytes (pyvgf.limits)", section="model resource table")
 
 
-def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> GraphPlan:
+def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, executor: str) -> GraphPlan:
     graph = decode_graph(code, entry_point or None)
     bound: dict[tuple[int, int], int] = {}
     for position, info in enumerate(seg.set_infos):
@@ -151,7 +153,7 @@ def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> GraphP
             arrays[gid] = vgf.constant_array(index)
         except ValueError as exc:
             raise VGFFormatError(str(exc), section="constants") from None
-    return GraphPlan(graph, arrays)
+    return plan_class(executor)(graph, arrays)
 
 
 def _described(vk_format: int, shape: list[int]) -> tuple[np.dtype | None, tuple[int, ...]]:

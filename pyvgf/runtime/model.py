@@ -21,6 +21,7 @@ import numpy as np
 from .. import hal
 from ..errors import HalError, ModelInputError, VGFFormatError
 from ..format.model import VGF, BindingSlot, Format, numpy_dtype
+from ..hal.cpu import executor as cpu_executor
 from ..tosa.interpreter import GraphPlan
 from .check import check
 from .schedule import Execution, Schedule
@@ -250,7 +251,8 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
             return load_program(source, backend, shaders=shaders, adapter_options=adapter_options)
 
         vgf = read(source, mmap=mmap)
-    plans = check(vgf)
+    executor = cpu_executor() if backend == "cpu" else "reference"  # vulkan: the reference's checks
+    plans = check(vgf, executor)
     adapter = hal.request_adapter(backend, **(adapter_options or {}))
     try:
         device = adapter.request_device(shaders=shaders)
@@ -266,10 +268,10 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
 
 def _private(vgf: VGF) -> VGF:
     """A deep copy of `vgf` that shares only the arrays nothing can change (read from a file)."""
-    from ..tosa.kernels import _immutable
+    from ..types import immutable
 
     memo: dict[int, object] = {}
     for array in (*(c.data for c in vgf.constants), *(m.code for m in vgf.modules)):
-        if isinstance(array, np.ndarray) and _immutable(array):
+        if isinstance(array, np.ndarray) and immutable(array):
             memo[id(array)] = array
     return copy.deepcopy(vgf, memo)

@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 
 Backend = str | Callable[[bytes, list[np.ndarray]], Sequence[np.ndarray]]
-"""A pyvgf backend name ("cpu", "vulkan") or a function (model bytes, inputs) -> outputs."""
+"""A pyvgf backend name ("reference", "cpu", "vulkan") or a function (model bytes, inputs) -> outputs."""
 
 _RTOL = {
     np.dtype(np.float32): 1e-4,
@@ -50,9 +50,12 @@ def _mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str | None:
     return f"{int(bad.sum())} of {bad.size} elements differ; first at {where}: {got[where]!r} vs {want[where]!r}"
 
 
-def assert_backends_agree(model: bytes, inputs: list[np.ndarray], backends: Sequence[Backend] = ("cpu", "vulkan"),
+def assert_backends_agree(model: bytes, inputs: list[np.ndarray],
+                          backends: Sequence[Backend] = ("reference", "cpu", "vulkan"),
                           *, rtol: float | None = None) -> list[np.ndarray]:
-    """Run `model` on each backend and assert every result equals the first backend's.
+    """Run `model` on each backend and assert every result equals the first backend's: by
+    default the plain numpy reference ("reference"), against which the cpu backend (the fast
+    executor where installed) and the vulkan backend are checked.
 
     Integers and bools must match exactly; floats within `rtol` (default: `tolerance(dtype)`)
     of the reference, relative to each value plus a small fraction of the largest magnitude;

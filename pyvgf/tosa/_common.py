@@ -1,10 +1,11 @@
 """Helpers shared by the TOSA operator modules: dtype classes and names, integer
-wrap/saturation, and NaN-mode aware min/max.
+wrap/saturation, NaN-mode aware min/max, zero points and the taps of a window.
 (The plan-time checks are in checking.py.)"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
+from itertools import product
 
 import ml_dtypes
 import numpy as np
@@ -20,6 +21,9 @@ FP32 = np.dtype(np.float32)
 FP8E4M3 = np.dtype(ml_dtypes.float8_e4m3fn)
 FP8E5M2 = np.dtype(ml_dtypes.float8_e5m2)
 I4 = np.dtype(ml_dtypes.int4)
+F32 = FP32
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
 
 INTS = (I8, I16, I32)
 FLOATS = (FP16, BF16, FP32)
@@ -96,3 +100,73 @@ def nan_maximum(a: np.ndarray, b: np.ndarray, nan_mode: int) -> np.ndarray:
 def nan_minimum(a: np.ndarray, b: np.ndarray, nan_mode: int) -> np.ndarray:
     return np.minimum(a, b) if nan_mode == NAN_PROPAGATE else np.fmin(a, b)
 
+
+
+def scalar(zero_point: np.ndarray | None) -> int | float:
+    """A zero point's value (absent or empty counts as 0)."""
+    if zero_point is None:
+        return 0
+    array = np.asarray(zero_point).reshape(-1)
+    if array.size == 0:
+        return 0
+    value = array[0]
+    return float(value) if is_float(array.dtype) else int(value)
+
+
+def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
+           offset: float = 0, fill: float = 0) -> np.ndarray:
+    """x - offset as `dtype`, with spatial axes 1.. padded by `pads` (before, after) with fill.
+
+    Returns `x` itself when nothing needs doing (same dtype, no offset, no padding).
+    """
+    if not any(p for pair in pads for p in pair):
+        if x.dtype == dtype and offset == 0:
+            return x
+        out = x.astype(dtype)
+        if offset:
+            out -= offset
+        return out
+    spatial = [n + a + b for n, (a, b) in zip(x.shape[1:], pads)]
+    shape = (x.shape[0], *spatial, *x.shape[1 + len(pads):])
+    out = np.full(shape, fill, dtype) if fill else np.zeros(shape, dtype)
+    inner = out[(slice(None), *(slice(a, a + n) for n, (a, _) in zip(x.shape[1:], pads)))]
+    inner[...] = x
+    if offset:
+        inner -= offset
+    return out
+
+
+def taps(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
+         out_size: Sequence[int]) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
+    """For each kernel position, its index and the slices of the padded input it reads.
+
+    The slices select, for every output position, the input element under that kernel tap.
+    """
+    for index in product(*(range(k) for k in kernel)):
+        yield index, tuple(
+            slice(k * d, k * d + (o - 1) * s + 1, s)
+            for k, d, o, s in zip(index, dilation, out_size, stride))
+
+
+def inside_taps(sizes: Sequence[int], pads: Sequence[tuple[int, int]], kernel: Sequence[int],
+                stride: Sequence[int], dilation: Sequence[int], out_size: Sequence[int]
+                ) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...], tuple[slice, ...]]]:
+    """Per kernel tap that reads any real input: its index, the output slices whose reads
+    land inside the unpadded input and the input slices they read there.
+
+    This is the specification's `0 <= y < IH && 0 <= x < IW` guard: padding is skipped, not
+    multiplied, so a non-finite weight never meets it.
+    """
+    for index in product(*(range(k) for k in kernel)):
+        outs, ins = [], []
+        for k, n, (before, _), s, d, o in zip(index, sizes, pads, stride, dilation, out_size):
+            first = k * d - before  # the input coordinate output 0 reads
+            lo = max(0, -(first // s))
+            hi = min(o, (n - 1 - first) // s + 1)
+            if hi <= lo:
+                break
+            start = lo * s + first
+            outs.append(slice(lo, hi))
+            ins.append(slice(start, start + (hi - lo - 1) * s + 1, s))
+        else:
+            yield index, tuple(outs), tuple(ins)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 
 import numpy as np
 
@@ -26,7 +25,6 @@ from .checking import (
     result_type,
     tensor_type,
 )
-from .kernels import bias_clamp
 from .registry import tosa_op
 
 def _check_float_unary(op: str, result: object, input: object) -> None:
@@ -37,25 +35,13 @@ def _check_float_unary(op: str, result: object, input: object) -> None:
     expect_shape(op, "result", res, t.shape)
 
 
-@tosa_op("CLAMP", bandwise=True)
+@tosa_op("CLAMP")
 def clamp(
     *, min_val: float | int, max_val: float | int, nan_mode: int, input: np.ndarray
 ) -> np.ndarray:  # noqa: A002  (spec name)
     if input.dtype in FLOATS:
         return float_op(lambda x: _clip_float(x, min_val, max_val, nan_mode, None), input.dtype, input)
     return saturate(np.clip(input.astype(np.int64), min_val, max_val), input.dtype)
-
-
-@clamp.inplace
-def _clamp_inplace(
-    *, min_val: float | int, max_val: float | int, nan_mode: int, input: np.ndarray
-) -> np.ndarray:  # noqa: A002
-    """CLAMP into `input` (a temporary): fp32 and integers in place, fp16/bf16 as `clamp`."""
-    if input.dtype in (I8, I16):
-        return np.clip(input, min_val, max_val, out=input)  # the check keeps both in range
-    if input.dtype == np.float32:
-        return _clip_float(input, min_val, max_val, nan_mode, input)
-    return clamp(min_val=min_val, max_val=max_val, nan_mode=nan_mode, input=input)
 
 
 def _clip_float(x: np.ndarray, min_val: float, max_val: float, nan_mode: int,
@@ -66,22 +52,6 @@ def _clip_float(x: np.ndarray, min_val: float, max_val: float, nan_mode: int,
     if nan_mode != NAN_PROPAGATE:
         np.copyto(out, min_val, where=np.isnan(out))
     return out
-
-
-@clamp.from_accumulator
-def _clamp_accumulated(*, min_val: float | int, max_val: float | int,
-                       nan_mode: int) -> Callable[..., np.ndarray | None]:
-    """CLAMP fused after a convolution: for an fp32 result, bias and clamp in one compiled
-    pass over the accumulator (kernels.bias_clamp); its `bounds` let the convolution's own
-    loops apply it instead (conv.Epilogue)."""
-    nan_to_low = nan_mode != NAN_PROPAGATE
-
-    def form(acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray | None:
-        if result_dtype != np.float32:
-            return None
-        return bias_clamp(acc, bias, min_val, max_val, nan_to_low)
-    form.bounds = (min_val, max_val, nan_to_low)  # type: ignore[attr-defined]
-    return form
 
 
 @clamp.check
@@ -104,14 +74,12 @@ def _clamp_check(result, *, min_val, max_val, nan_mode, input):  # noqa: A002
         raise fail(op, f"min_val {min_val} must not exceed max_val {max_val}")
 
 
-@tosa_op("ERF", bandwise=True)
+@tosa_op("ERF")
 def erf(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
-    """erf in float64 (SciPy's), rounded to fp32 and then to the input's type."""
-    from scipy import special  # on first use: importing it takes a fifth of a second
-
-    wide = input.astype(np.float64)
-    special.erf(wide, out=wide)
-    return wide.astype(np.float32).astype(input.dtype)
+    """erf in float64 (Python's math.erf per element), rounded to fp32 and then to the input's
+    type."""
+    wide = np.vectorize(math.erf, otypes=[np.float64])(input.astype(np.float64))
+    return np.asarray(wide).astype(np.float32).astype(input.dtype)
 
 
 @erf.check
@@ -119,7 +87,7 @@ def _erf_check(result, *, input):  # noqa: A002
     _check_float_unary("ERF", result, input)
 
 
-@tosa_op("SIGMOID", bandwise=True)
+@tosa_op("SIGMOID")
 def sigmoid(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
     return float_op(lambda x: 1.0 / (1.0 + np.exp(-x)), input.dtype, input)
 
@@ -129,7 +97,7 @@ def _sigmoid_check(result, *, input):  # noqa: A002
     _check_float_unary("SIGMOID", result, input)
 
 
-@tosa_op("TANH", bandwise=True)
+@tosa_op("TANH")
 def tanh(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
     return float_op(np.tanh, input.dtype, input)
 

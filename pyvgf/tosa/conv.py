@@ -1,35 +1,37 @@
-"""TOSA 1.0 convolutions: CONV2D, CONV3D, DEPTHWISE_CONV2D and TRANSPOSE_CONV2D (NHWC / NDHWC).
+"""TOSA 1.0 convolutions (specification chapter "Tensor Operators"): CONV2D, CONV3D,
+DEPTHWISE_CONV2D and TRANSPOSE_CONV2D, NHWC / NDHWC.
 
-Integer convolutions subtract the zero points and accumulate exactly (int8 x int8 and int8 x int4
-into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
-round once to the output type. CONV2D, CONV3D and TRANSPOSE_CONV2D run as a patch matrix times
-the weight matrix in BLAS (see kernels.py for why the integer ones stay bit-exact);
-DEPTHWISE_CONV2D as one compiled loop over each output's window (compiled.depthwise_rows, or
-depthwise_rows_rescaled when a RESCALE follows).
-
-A graph's step works out once, at its first run, everything that does not depend on the input's
-values (geometry, the GEMM's type, the weight matrix, how the result is finished: _Conv,
-_Depthwise); a call of the op itself does it per call. Each works a band of output rows at a
-time: the band's patches, accumulator, bias and output type stay in cache, and so does the
-`epilogue` the interpreter may fuse in (a CLAMP or RESCALE reading only this result; see
-interpreter.py), which then finishes each band in place of a separate pass over the whole
-tensor.
-
-The specification skips padded taps rather than multiplying them: with a non-finite float
-weight (0 x inf is NaN) and padding, CONV2D and CONV3D instead accumulate each tap over the
-outputs whose reads land inside the input (kernels.inside_taps); the depthwise loop always
-skips them.
+As the specification computes them: for each output, the sum over the kernel's taps that land
+inside the input (padded taps are skipped, not multiplied by zero) of (input - input_zp) times
+(weight - weight_zp), plus the bias. Integers accumulate exactly in int64 and are then wrapped
+to the accumulator type; floats accumulate in float32 and round once to the result type. Each
+sum runs one kernel tap at a time over every output position: for a tap, the outputs whose
+window reads the input there, and that input, are strided slices (`inside_taps`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Protocol
-
 import numpy as np
 
-from ..types import TensorType
-from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I4, I8, I16, I32, I48, dtype_name, is_float
+from ._common import (
+    BF16,
+    F32,
+    FP8E4M3,
+    FP8E5M2,
+    FP16,
+    FP32,
+    I4,
+    I8,
+    I16,
+    I32,
+    I48,
+    I64,
+    dtype_name,
+    inside_taps,
+    is_float,
+    scalar,
+    wrap,
+)
 from .checking import (
     ACC_TYPES,
     attribute,
@@ -39,28 +41,6 @@ from .checking import (
     fail,
     tensor_type,
     zero_point,
-)
-from . import threads
-from .compiled import depthwise_rows, depthwise_rows_rescaled
-from .kernels import (
-    F32,
-    I64,
-    Finish,
-    Rescale,
-    along_rows,
-    bands,
-    bias_clamp,
-    exact_dtype,
-    gemm,
-    im2col,
-    inside_taps,
-    max_offset,
-    padded,
-    per_channel,
-    prepared,
-    scalar,
-    split_gemm,
-    split_gemm_rescaled,
 )
 from .registry import tosa_op
 
@@ -80,155 +60,27 @@ CONV_TYPES = {
 _OUT = {I8: I32, I16: I48, FP8E4M3: FP16, FP8E5M2: FP16}
 
 
-def _out_dtype(in_dtype: np.dtype) -> np.dtype:
+def out_dtype(in_dtype: np.dtype) -> np.dtype:
+    """The result element type of a convolution of `in_dtype` input."""
     return _OUT.get(np.dtype(in_dtype), np.dtype(in_dtype))
 
 
-def _compute_dtype(weight: np.ndarray, weight_zp: int, input_dtype: np.dtype, input_zp: int,
-                   per_output: Callable[[np.ndarray], np.ndarray]) -> np.dtype:
-    """float32 for float types; for integers the fastest exact GEMM dtype.
-
-    `per_output(w)` lays the weight out as [taps, outputs]; the bound of an output's sum is
-    max|x - input_zp| times the sum over its taps of |w - weight_zp|.
-    """
-    if is_float(weight.dtype):
-        return F32
-    wsum = prepared(weight, ("abs-sum", per_output, weight_zp), lambda: int(
-        np.abs(per_output(weight).astype(I64) - weight_zp).sum(axis=0).max(initial=0)))
-    return exact_dtype(max_offset(input_dtype, input_zp) * wsum)
 
 
-def _matrix(weight: np.ndarray, weight_zp: int, dtype: np.dtype,
-            layout: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
-    """layout(weight - weight_zp) as `dtype`, prepared once for a constant weight."""
-    def make() -> np.ndarray:
-        if weight_zp == 0:
-            return layout(weight).astype(dtype, copy=False)
-        return (layout(weight).astype(I64) - weight_zp).astype(dtype)
-    return prepared(weight, ("matrix", layout, dtype, weight_zp), make)
+def _operands(input: np.ndarray, weight: np.ndarray, input_zp: np.ndarray,
+              weight_zp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """input - input_zp and weight - weight_zp in the type they accumulate in: int64 for
+    integers, float32 for floats."""
+    if is_float(input.dtype):
+        return input.astype(F32), weight.astype(F32)
+    return (input.astype(I64) - scalar(input_zp), weight.astype(I64) - scalar(weight_zp))
 
 
-class Epilogue(Protocol):
-    """What the interpreter fuses into a convolution: a band of its result -> that band of the
-    final result, of element type `dtype`; it may overwrite the band it is given.
-    `from_accumulator` may make the final band straight from the accumulator and the bias,
-    whose sum the result would hold as `result_dtype`, overwriting the accumulator where it can
-    (None: it cannot). `bounds`, when not None, says that for a float result the epilogue is a
-    clamp, (low, high, nan_to_low) as kernels.Finish takes them, which the compiled loops may
-    apply themselves. `rescale` likewise gives the first op, when it is a RESCALE the loops can
-    apply to acc + bias, as kernels.Rescale for a result of `channels` columns (None: it is
-    not); its result, of type `first_dtype`, then goes to `rest` for the ops after it."""
-
-    dtype: np.dtype
-    first_dtype: np.dtype
-    bounds: tuple[float, float, bool] | None
-
-    def __call__(self, band: np.ndarray) -> np.ndarray: ...
-
-    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
-                         result_dtype: np.dtype) -> np.ndarray | None: ...
-
-    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None: ...
-
-    def rest(self, first: np.ndarray) -> np.ndarray: ...
-
-
-class _Finishing:
-    """How a convolution's result [N, OH, ..., C] is finished, worked out once: bias, output
-    type, then the epilogue. When the accumulator's type is the final one (fp32, no epilogue
-    or a CLAMP) and N is 1, bands accumulate in the result itself (`direct`).
-
-    `finish` (kernels.Finish) is set when the result is the fp32 accumulator + bias, clamped or
-    not, for a compiled loop to apply while each part is in cache; `rescale` (kernels.Rescale)
-    when the epilogue's first op is a RESCALE such a loop can apply, its result then going to
-    the epilogue's other ops."""
-
-    def __init__(self, shape: tuple[int, ...], acc_dtype: np.dtype, bias: np.ndarray,
-                 out_dtype: np.dtype, epilogue: Epilogue | None):
-        self.shape, self.bias, self.out_dtype, self.epilogue = shape, bias, out_dtype, epilogue
-        self.dtype = out_dtype if epilogue is None else epilogue.dtype
-        self.direct = acc_dtype == out_dtype == self.dtype and shape[0] == 1
-        self.finish: Finish | None = None
-        self.rescale: Rescale | None = None
-        if self.direct and self.dtype == F32:
-            bounds = (-np.inf, np.inf, False) if epilogue is None else epilogue.bounds
-            if bounds is not None:
-                self.finish = (per_channel(bias, shape[-1], F32), *bounds)
-        if self.finish is None and epilogue is not None:
-            self.rescale = epilogue.rescale(bias, out_dtype, shape[-1])
-
-
-class _Result:
-    """One run's result, finished as its _Finishing says, a band of output rows at a time."""
-
-    def __init__(self, how: _Finishing):
-        self.how = how
-        self.array = np.empty(how.shape, how.dtype)
-
-    def rescale_target(self) -> np.ndarray:
-        """Where a compiled loop applying `how.rescale` writes: an array of that RESCALE's
-        result type, which then goes to `rescaled`."""
-        first = self.how.epilogue.first_dtype  # type: ignore[union-attr]
-        return self.array if first == self.array.dtype else np.empty(self.array.shape, first)
-
-    def rescaled(self, first: np.ndarray) -> np.ndarray:
-        """The result, from the array a loop wrote as rescale_target said."""
-        return self.how.epilogue.rest(first)  # type: ignore[union-attr]
-
-    def target(self, first: int, stop: int) -> np.ndarray | None:
-        """Where to accumulate rows first..stop: a contiguous view of the result, or None (use
-        a temporary)."""
-        return self.array[:, first:stop] if self.how.direct else None
-
-    def put(self, first: int, acc: np.ndarray) -> None:
-        """Rows first.. of the result from their accumulator band (which this may overwrite)."""
-        how, band = self.how, None
-        if how.epilogue is not None:
-            band = how.epilogue.from_accumulator(acc, how.bias, how.out_dtype)
-        if band is None:
-            band = _finish(acc, how.bias, how.out_dtype)
-            if how.epilogue is not None:
-                band = how.epilogue(band)
-        if band.base is not self.array:  # not finished in place in the result (`target`)
-            self.array[:, first:first + band.shape[1]] = band
-
-    def finish(self, acc: np.ndarray) -> np.ndarray:
-        """The result from the whole accumulator (the result itself when `direct`), a band of
-        rows at a time."""
-        for start, end in bands(0, acc.shape[1], 2 * acc.nbytes // max(1, acc.shape[1])):
-            self.put(start, acc[:, start:end])
-        return self.array
-
-
-def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarray:
-    """acc + bias as the output type: integers are added after the exact cast."""
-    if is_float(out_dtype):
-        if out_dtype == F32 and (done := bias_clamp(acc, bias)) is not None:
-            return done
-        rows, tiled = along_rows(acc, bias.astype(F32, copy=False))
-        rows += tiled
-        return acc.astype(out_dtype, copy=False)
-    out = acc.astype(out_dtype, copy=False)
-    rows, tiled = along_rows(out, bias.astype(out_dtype, copy=False))
-    rows += tiled
-    return out
-
-
-def _conv_matrix(w: np.ndarray) -> np.ndarray:
-    return w.reshape(w.shape[0], -1).T
-
-
-def _skip_padding(weight: np.ndarray, matrix: np.ndarray, pads: list[tuple[int, int]]) -> bool:
-    """Whether padded taps must be skipped: a float weight with inf or NaN, and padding."""
-    return (matrix.dtype == F32 and any(a or b for a, b in pads)
-            and not prepared(weight, "finite", lambda: bool(np.isfinite(matrix).all())))
-
-
-def _geometry(sizes: tuple[int, ...], kernel: tuple[int, ...], pad: np.ndarray,
-              stride: np.ndarray, dilation: np.ndarray
-              ) -> tuple[list[tuple[int, int]], list[int], list[int], list[int]]:
+def _window(sizes: tuple[int, ...], kernel: tuple[int, ...], pad: np.ndarray,
+            stride: np.ndarray, dilation: np.ndarray
+            ) -> tuple[list[tuple[int, int]], list[int], list[int], list[int]]:
     """A convolution window's pads as (before, after) per spatial axis, strides, dilations and
-    output sizes."""
+    output sizes: (size - 1 + pads - (kernel - 1) * dilation) / stride + 1."""
     pads = [(int(pad[2 * i]), int(pad[2 * i + 1])) for i in range(len(sizes))]
     strides, dilations = [int(s) for s in stride], [int(d) for d in dilation]
     out = [(n - 1 + a + b - (k - 1) * d) // s + 1
@@ -236,241 +88,87 @@ def _geometry(sizes: tuple[int, ...], kernel: tuple[int, ...], pad: np.ndarray,
     return pads, strides, dilations, out
 
 
-class _Conv:
-    """CONV2D or CONV3D on inputs of one shape and type, with everything that does not depend
-    on the input's values worked out when made: geometry, the GEMM's type and weight matrix, how
-    the result is finished. A graph's step makes one at its first run (`prepare`).
-    Input [N, *S, IC], weight [OC, *K, IC], pad (before, after) per axis."""
-
-    def __init__(self, shape: tuple[int, ...], in_dtype: np.dtype, weight: np.ndarray,
-                 bias: np.ndarray, input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
-                 stride: np.ndarray, dilation: np.ndarray, epilogue: Epilogue | None):
-        self.izp, wzp = scalar(input_zp), scalar(weight_zp)
-        self.sizes, self.kernel = shape[1:-1], weight.shape[1:-1]
-        self.pads, self.stride, self.dilation, self.out_size = _geometry(
-            self.sizes, self.kernel, pad, stride, dilation)
-        self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, self.izp, _conv_matrix)
-        self.wmat = _matrix(weight, wzp, dtype, _conv_matrix)
-        self.n, self.oc = shape[0], weight.shape[0]
-        self.how = _Finishing((self.n, *self.out_size, self.oc), dtype, bias, _out_dtype(in_dtype),
-                              epilogue)
-        self.skip_padding = _skip_padding(weight, self.wmat, self.pads)
-        self.pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride)
-        self.unpadded = not any(map(any, self.pads))
-
-    def __call__(self, input: np.ndarray) -> np.ndarray:
-        n, oc, out_size, wmat, dtype = self.n, self.oc, self.out_size, self.wmat, self.dtype
-        result = _Result(self.how)
-        if self.skip_padding:
-            x = padded(input, dtype, [], self.izp)
-            channels = input.shape[-1]
-            acc = np.zeros((n, *out_size, oc), dtype)
-            with np.errstate(invalid="ignore", over="ignore"):  # inf - inf is the spec's NaN
-                for t, outs, ins in inside_taps(self.sizes, self.pads, self.kernel, self.stride,
-                                                self.dilation, out_size):
-                    rows = wmat[t * channels:(t + 1) * channels]
-                    acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
-            return result.finish(acc)
-        if self.pointwise and self.unpadded and self.how.rescale is not None:
-            # The integer input is the patches, converted block by block.
-            into = result.rescale_target()
-            if split_gemm_rescaled(input.reshape(-1, input.shape[-1]), wmat,
-                                   into.reshape(-1, oc), self.how.rescale, self.izp):
-                return result.rescaled(into)
-        xp = padded(input, dtype, self.pads, self.izp)
-        if self.pointwise:
-            patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
-            finish = self.how.finish
-            if finish is not None and split_gemm(patches, wmat, final, finish):
-                return result.array
-            # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
-            row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
-            band_bytes = SHARED_BAND_BYTES if threads.spread() else POINTWISE_BAND_BYTES
-            for first, stop in bands(0, out_size[0], row_bytes, band_bytes):
-                cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
-                acc = _gemm(cols, wmat, result.target(first, stop))
-                result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
-            return result.array
-        # Bands of output rows: each band's patch matrix is small enough to stay in cache.
-        row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
-        for first, stop in bands(0, out_size[0], row_bytes):
-            cols = im2col(xp[:, first * self.stride[0]:], self.kernel, self.stride, self.dilation,
-                          (stop - first, *out_size[1:]))
-            acc = _gemm(cols, wmat, result.target(first, stop))
-            result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
-        return result.array
+def _add_bias(acc: np.ndarray, bias: np.ndarray, result: np.dtype) -> np.ndarray:
+    """acc + bias (one, or one per output channel) as the result type: integers wrap to it as
+    the accumulator does (int48 at 48 bits), floats round once."""
+    if is_float(result):
+        return (acc + bias.astype(F32)).astype(result)
+    return wrap(acc + bias.astype(I64), result)
 
 
-def _prepared(make: Callable[..., Callable[[np.ndarray], np.ndarray]], *,
-              input: TensorType, weight: object, bias: object, input_zp: object,
-              weight_zp: object, **attributes: object) -> Callable[..., np.ndarray] | None:
-    """A convolution's plan-time form (registry.py, `prepare`), when the weight, bias and zero
-    points are constants (else None: run the op as it is): `make(shape, dtype, weight, bias,
-    input_zp, weight_zp, pad, stride, dilation, epilogue)` once, at the step's first run, not
-    at load, so that the constants stay unread until a run uses them."""
-    if not all(isinstance(v, np.ndarray) for v in (weight, bias, input_zp, weight_zp)):
-        return None
-    args = (input.shape, np.dtype(input.dtype), weight, bias, input_zp, weight_zp,
-            attributes["pad"], attributes["stride"], attributes["dilation"],
-            attributes.get("epilogue"))
-    made: list[Callable[[np.ndarray], np.ndarray]] = []
-
-    def run(*, input: np.ndarray) -> np.ndarray:
-        if not made:  # two threads' first runs may both make one: either serves
-            made.append(make(*args))
-        return made[0](input)
-
-    return run
+def _convolve(input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
+              weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray,
+              dilation: np.ndarray) -> np.ndarray:
+    """CONV2D and CONV3D: input [N, *S, IC], weight [OC, *K, IC] -> [N, *O, OC]."""
+    x, w = _operands(input, weight, input_zp, weight_zp)
+    sizes, kernel = input.shape[1:-1], weight.shape[1:-1]
+    pads, strides, dilations, out = _window(sizes, kernel, pad, stride, dilation)
+    acc = np.zeros((input.shape[0], *out, weight.shape[0]), x.dtype)
+    for tap, outs, ins in inside_taps(sizes, pads, kernel, strides, dilations, out):
+        w_tap = w[(slice(None), *tap)]  # [OC, IC]
+        acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ w_tap.T
+    return _add_bias(acc, bias, out_dtype(input.dtype))
 
 
-def _gemm(cols: np.ndarray, wmat: np.ndarray, target: np.ndarray | None) -> np.ndarray:
-    """cols @ wmat, written into `target` (same size, contiguous) when given."""
-    if target is None:
-        return gemm(cols, wmat)
-    gemm(cols, wmat, target.reshape(cols.shape[0], wmat.shape[1]))
-    return target
-
-
-@tosa_op("CONV2D", blas=True)
+@tosa_op("CONV2D")
 def conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
            weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
-           acc_type: int, local_bound: bool = False,
-           epilogue: Epilogue | None = None) -> np.ndarray:
+           acc_type: int, local_bound: bool = False) -> np.ndarray:
     """2-D convolution: input [N,IH,IW,IC], weight [OC,KH,KW,IC], pad [top,bottom,left,right]."""
-    return _Conv(input.shape, input.dtype, weight, bias, input_zp, weight_zp, pad, stride,
-                 dilation, epilogue)(input)
+    return _convolve(input, weight, bias, input_zp, weight_zp, pad, stride, dilation)
 
 
-@tosa_op("CONV3D", blas=True)
+@tosa_op("CONV3D")
 def conv3d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray, input_zp: np.ndarray,
            weight_zp: np.ndarray, pad: np.ndarray, stride: np.ndarray, dilation: np.ndarray,
-           acc_type: int, local_bound: bool = False,
-           epilogue: Epilogue | None = None) -> np.ndarray:
+           acc_type: int, local_bound: bool = False) -> np.ndarray:
     """3-D convolution: input [N,ID,IH,IW,IC], weight [OC,KD,KH,KW,IC], pad [d0,d1,top,...]."""
-    return _Conv(input.shape, input.dtype, weight, bias, input_zp, weight_zp, pad, stride,
-                 dilation, epilogue)(input)
-
-
-@conv2d.prepare
-@conv3d.prepare
-def _conv_prepare(**operands: object) -> Callable[..., np.ndarray] | None:
-    return _prepared(_Conv, **operands)  # type: ignore[arg-type]
-
-
-POINTWISE_BAND_BYTES = 1 << 20
-"""Band size of a 1x1 convolution's accumulator and epilogue temporaries."""
-
-DEPTHWISE_BAND_BYTES = 1 << 18
-"""Band size of a depthwise convolution's accumulator."""
-
-SHARED_BAND_BYTES = 1 << 24
-"""Band size of a 1x1 or depthwise convolution whose loops run on several threads
-(threads.py): each band wakes them twice (the convolution, then its epilogue), so bands are
-large, a whole layer of MobileNetV2; int8 ran 1.2x faster than with 1 MB bands."""
-
-_NATIVE = frozenset(map(np.dtype, (np.int8, np.int16, np.float32)))
-"""Input types the compiled depthwise loop reads as they are; others become the compute type."""
-
-
-def _depthwise_taps(w: np.ndarray) -> np.ndarray:
-    return w.reshape(-1, w.shape[2] * w.shape[3])
-
-
-class _Depthwise:
-    """DEPTHWISE_CONV2D on inputs of one shape and type, worked out when made as _Conv is.
-    Input [N,IH,IW,C], weight [KH,KW,C,M], output [N,OH,OW,C*M]."""
-
-    def __init__(self, shape: tuple[int, ...], in_dtype: np.dtype, weight: np.ndarray,
-                 bias: np.ndarray, input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
-                 stride: np.ndarray, dilation: np.ndarray, epilogue: Epilogue | None):
-        izp, wzp = scalar(input_zp), scalar(weight_zp)
-        kh, kw, channels, self.mult = weight.shape
-        pads, stride, dilation, self.out_size = _geometry(shape[1:3], (kh, kw), pad, stride,
-                                                          dilation)
-        self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, izp, _depthwise_taps)
-        w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
-        self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
-        self.n, self.channels = shape[0], channels * self.mult
-        self.native = np.dtype(in_dtype) in _NATIVE
-        self.how = _Finishing((self.n, *self.out_size, self.channels), dtype, bias,
-                              _out_dtype(in_dtype), epilogue)
-
-    def __call__(self, input: np.ndarray) -> np.ndarray:
-        n, dtype, how = self.n, self.dtype, self.how
-        result = _Result(how)
-        x = np.ascontiguousarray(input) if self.native else input.astype(dtype)
-        if self.mult > 1:  # output channel c * M + m reads input channel c
-            x = np.repeat(x, self.mult, axis=-1)
-        window = (x, *self.window)
-        if how.finish is not None:  # every row at once, each output finished as it is made
-            bias, low, high, nan_to_low = how.finish
-            depthwise_rows(*window, 0, result.array, True, bias, F32.type(low), F32.type(high),
-                           nan_to_low)
-            return result.array
-        if how.rescale is not None:  # likewise, each output rescaled as it is made
-            into = result.rescale_target()
-            depthwise_rows_rescaled(*window, into, *how.rescale)
-            return result.rescaled(into)
-        unused = (np.empty(0, dtype), dtype.type(0), dtype.type(0), False)
-        row_bytes = n * self.out_size[1] * self.channels * dtype.itemsize
-        band_bytes = SHARED_BAND_BYTES if threads.spread() else DEPTHWISE_BAND_BYTES
-        for start, end in bands(0, self.out_size[0], row_bytes, band_bytes):
-            acc = result.target(start, end)
-            if acc is None:
-                acc = np.empty((n, end - start, self.out_size[1], self.channels), dtype)
-            depthwise_rows(*window, start, acc, False, *unused)
-            result.put(start, acc)
-        return result.array
+    return _convolve(input, weight, bias, input_zp, weight_zp, pad, stride, dilation)
 
 
 @tosa_op("DEPTHWISE_CONV2D")
 def depthwise_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                      input_zp: np.ndarray, weight_zp: np.ndarray, pad: np.ndarray,
                      stride: np.ndarray, dilation: np.ndarray, acc_type: int,
-                     local_bound: bool = False, epilogue: Epilogue | None = None) -> np.ndarray:
-    """Depthwise convolution: input [N,IH,IW,C], weight [KH,KW,C,M], output [N,OH,OW,C*M]."""
-    return _Depthwise(input.shape, input.dtype, weight, bias, input_zp, weight_zp, pad, stride,
-                      dilation, epilogue)(input)
+                     local_bound: bool = False) -> np.ndarray:
+    """Depthwise convolution: input [N,IH,IW,C], weight [KH,KW,C,M], output [N,OH,OW,C*M];
+    output channel c * M + m is input channel c times weight [.., .., c, m]."""
+    x, w = _operands(input, weight, input_zp, weight_zp)
+    n, _, _, channels = input.shape
+    kh, kw, _, mult = weight.shape
+    pads, strides, dilations, out = _window(input.shape[1:3], (kh, kw), pad, stride, dilation)
+    acc = np.zeros((n, *out, channels, mult), x.dtype)
+    for (ky, kx), outs, ins in inside_taps(input.shape[1:3], pads, (kh, kw), strides, dilations,
+                                           out):
+        acc[(slice(None), *outs)] += x[(slice(None), *ins)][..., None] * w[ky, kx]
+    return _add_bias(acc.reshape(n, *out, channels * mult), bias, out_dtype(input.dtype))
 
 
-@depthwise_conv2d.prepare
-def _depthwise_prepare(**operands: object) -> Callable[..., np.ndarray] | None:
-    return _prepared(_Depthwise, **operands)  # type: ignore[arg-type]
-
-
-def _transpose_matrix(w: np.ndarray) -> np.ndarray:
-    return w.transpose(3, 1, 2, 0).reshape(w.shape[3], -1)
-
-
-@tosa_op("TRANSPOSE_CONV2D", blas=True)
+@tosa_op("TRANSPOSE_CONV2D")
 def transpose_conv2d(*, input: np.ndarray, weight: np.ndarray, bias: np.ndarray,
                      input_zp: np.ndarray, weight_zp: np.ndarray, out_pad: np.ndarray,
                      stride: np.ndarray, acc_type: int, local_bound: bool = False) -> np.ndarray:
-    """Transposed convolution: input [N,IH,IW,IC], weight [OC,KH,KW,IC], out_pad may crop."""
-    izp, wzp = scalar(input_zp), scalar(weight_zp)
-    n, ih, iw, ic = input.shape
+    """Transposed convolution: input [N,IH,IW,IC], weight [OC,KH,KW,IC]. Input pixel (iy, ix)
+    times tap (ky, kx) adds to output (iy * stride_y + out_pad_top + ky, ix * stride_x +
+    out_pad_left + kx) where that lies inside the output (a negative out_pad crops)."""
+    x, w = _operands(input, weight, input_zp, weight_zp)
+    n, ih, iw, _ = input.shape
     oc, kh, kw, _ = weight.shape
     sy, sx = (int(s) for s in stride)
     top, bottom, left, right = (int(p) for p in out_pad)
-    dtype = _compute_dtype(weight, wzp, input.dtype, izp, _conv_matrix)
-    wmat = _matrix(weight, wzp, dtype, _transpose_matrix)
-    xp = padded(input, dtype, [], izp)
-    # Every input pixel times every tap, then each tap scattered to its strided output grid.
-    taps_out = (xp.reshape(-1, ic) @ wmat).reshape(n, ih, iw, kh, kw, oc)
-    full = np.zeros((n, (ih - 1) * sy + kh, (iw - 1) * sx + kw, oc), dtype)
-    for ky in range(kh):
-        for kx in range(kw):
-            full[:, ky:ky + (ih - 1) * sy + 1:sy, kx:kx + (iw - 1) * sx + 1:sx] += \
-                taps_out[:, :, :, ky, kx]
     oh = (ih - 1) * sy + top + bottom + kh
     ow = (iw - 1) * sx + left + right + kw
-    acc = np.zeros((n, oh, ow, oc), dtype)
-    # Output row oy holds full row oy - top (a negative out_pad crops the full result).
-    y0, x0 = max(top, 0), max(left, 0)
-    y1, x1 = min(oh, top + full.shape[1]), min(ow, left + full.shape[2])
-    if y1 > y0 and x1 > x0:
-        acc[:, y0:y1, x0:x1] = full[:, y0 - top:y1 - top, x0 - left:x1 - left]
-    return _finish(acc, bias, _out_dtype(input.dtype))
+    acc = np.zeros((n, oh, ow, oc), x.dtype)
+    for ky in range(kh):
+        ys = [iy for iy in range(ih) if 0 <= iy * sy + top + ky < oh]
+        for kx in range(kw):
+            xs = [ix for ix in range(iw) if 0 <= ix * sx + left + kx < ow]
+            if not ys or not xs:
+                continue
+            contribution = x[:, ys[0]:ys[-1] + 1, xs[0]:xs[-1] + 1] @ w[:, ky, kx].T
+            acc[:, ys[0] * sy + top + ky:ys[-1] * sy + top + ky + 1:sy,
+                xs[0] * sx + left + kx:xs[-1] * sx + left + kx + 1:sx] += contribution
+    return _add_bias(acc, bias, out_dtype(input.dtype))
 
 
 # Plan-time checks ---------------------------------------------------------------------------

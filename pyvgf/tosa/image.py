@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BF16, FP16, FP32, I8, I16, I32, I48, dtype_name, is_float
+from ._common import BF16, F32, FP16, FP32, I8, I16, I32, I48, I64, dtype_name, is_float
 from .checking import attribute, enum, exact_div, expect_result, fail, tensor_type
-from .kernels import F32, I64
 from .registry import tosa_op
 
 NEAREST, BILINEAR = 1, 2

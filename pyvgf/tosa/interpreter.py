@@ -2,18 +2,16 @@
 
 `GraphPlan(graph, constants)` binds the graph constants, checks every node against its op's
 registered plan-time check, folds every node whose operands are all known (SPIR-V constants,
-graph constants, folded results), fuses band-wise consumers into the op producing their input,
-and keeps a flat list of the steps left. `run(inputs)` walks that list with a per-call value
+graph constants, folded results), and keeps a flat list of the steps left. `run(inputs)` walks that list with a per-call value
 table, so one plan serves many threads at once.
 
 Ops are called as pyvgf/tosa/registry.py says; an op whose function also declares a
 `result_dtype` keyword (CAST) gets the declared element type of its result there.
 
-Fusion: when an op declaring an `epilogue` keyword (the convolutions) has a result that only
-one band-wise op reads (CLAMP, RESCALE, ...: `OpDef.bandwise`), with every other operand of
-that op known, the pair runs as one step: the producer applies the consumer to each band of
-its result while the band is still in cache, and the intermediate tensor never exists. Chains
-(CONV2D -> RESCALE -> CLAMP) fuse whole. Results are those of running the ops one by one.
+This is the reference executor: each step calls one operator's function. The fast executor
+(pyvgf/fast/plan.py) is this class with three methods overridden: `_rewrite` (plan-time
+rewrites of the steps, such as fusion), `_step_fn` (an op's plan-time form) and `_running`
+(what a run holds while it walks the steps); the step loop is this one.
 """
 
 from __future__ import annotations
@@ -21,8 +19,8 @@ from __future__ import annotations
 import functools
 import inspect
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Union
 
@@ -31,95 +29,41 @@ import numpy as np
 from ..errors import ModelInputError, TosaError
 from ..spirv.graph import Const, Graph, GraphConstant, Input, Node, Operand
 from ..types import TensorType
-from .kernels import Rescale
 from .registry import OPS, OpDef
-from .threads import one_blas_thread
 
 
 @dataclass(frozen=True)
-class _Known:
+class Known:
     """An operand value known at plan time."""
 
     value: object
 
 
 @dataclass(frozen=True)
-class _Slot:
+class Slot:
     """An operand computed at run time: its index in the per-run value table."""
 
     index: int
 
 
-_Arg = Union[_Known, _Slot]
-_Args = dict[str, Union[_Arg, "list[_Arg]"]]  # a variadic operand is a list
+Arg = Union[Known, Slot]
+Args = dict[str, Union[Arg, "list[Arg]"]]  # a variadic operand is a list
 
 
 @dataclass(frozen=True)
-class _Planned:
-    """A node left for run time, with the band-wise consumers fused into it (`tail`)."""
+class Planned:
+    """A node left for run time; `tail`: the nodes after it (each with its op and operands)
+    whose results the step also makes, when a plan-time rewrite folded them in (fusion)."""
 
     node: Node
     opdef: OpDef
-    args: _Args
-    tail: tuple[tuple[Node, OpDef, _Args], ...] = ()
+    args: Args
+    tail: tuple[tuple[Node, OpDef, Args], ...] = ()
 
     @property
     def last(self) -> Node:
         """The node whose result the step produces."""
         return self.tail[-1][0] if self.tail else self.node
-
-
-class _Epilogue:
-    """Band-wise ops applied in turn to a band of a producer's result, each with its known
-    operands bound; the band is the producer's temporary, so in-place forms are used.
-
-    `dtype` is the element type of the last op's result."""
-
-    def __init__(self, chain: Sequence[tuple[Node, OpDef, dict[str, object]]]):
-        self.chain = tuple(chain)
-        self.ops = tuple(node.op for node, _, _ in chain)
-        """The fused ops' names, in order."""
-        self.dtype = _types(chain[-1][0])[0].dtype
-        node, opdef, static = chain[0]
-        factory = opdef.from_accumulator
-        self._accumulated = None if factory is None else _guard(node, lambda: factory(**static))
-        self.bounds = getattr(self._accumulated, "bounds", None) if len(chain) == 1 else None
-        """The form's `bounds` when it is the whole epilogue (see conv.Epilogue)."""
-        self.first_dtype = _types(node)[0].dtype
-        """The element type of the first op's result."""
-
-    def __call__(self, band: np.ndarray) -> np.ndarray:
-        return self._rest(band, 0)
-
-    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
-                         result_dtype: np.dtype) -> np.ndarray | None:
-        """The finished band from a convolution's accumulator and bias (its result would be
-        acc + bias as `result_dtype`), when the first op has that form for them; else None."""
-        form = self._accumulated
-        if form is None:
-            return None
-        band = _guard(self.chain[0][0], lambda: form(acc, bias, result_dtype))  # type: ignore[operator]
-        return None if band is None else self._rest(band, 1)  # type: ignore[arg-type]
-
-    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
-        """The first op as kernels.Rescale, when its accumulator form has that (see
-        conv.Epilogue); else None."""
-        form = getattr(self._accumulated, "rescale", None)
-        return None if form is None else _guard(self.chain[0][0],
-                                                lambda: form(bias, result_dtype, channels))
-
-    def rest(self, first: np.ndarray) -> np.ndarray:
-        """The final result from the first op's result: the ops after it, in turn."""
-        return self._rest(first, 1)
-
-    def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
-        for node, opdef, static in self.chain[start:]:
-            fn = opdef.inplace or opdef.fn
-            band = _guard(node, lambda: fn(input=band, **static))  # type: ignore[assignment]
-        return band
-
-    def __repr__(self) -> str:
-        return "_Epilogue(" + " -> ".join(self.ops) + ")"
 
 
 @dataclass(frozen=True)
@@ -128,7 +72,7 @@ class _Step:
     fn: Callable[..., object]
     static: dict[str, object]
     dynamic: tuple[tuple[str, int], ...]
-    variadic: tuple[tuple[str, tuple[_Arg, ...]], ...]
+    variadic: tuple[tuple[str, tuple[Arg, ...]], ...]
     outs: tuple[int, ...]
     types: tuple[TensorType, ...]
     free: tuple[int, ...]
@@ -156,23 +100,22 @@ class GraphPlan:
         self._bound = {cid: _bind_constant(cid, t, constants) for cid, t in graph.constants.items()}
         self._inputs = len(graph.inputs)
         self._slots = self._inputs
-        self._values: dict[tuple[int, int | None], _Arg] = {}  # (node id, element) -> its value
-        planned: list[_Planned] = []
+        self._values: dict[tuple[int, int | None], Arg] = {}  # (node id, element) -> its value
+        planned: list[Planned] = []
         folded: list[Node] = []
         for node in graph.nodes:
             opdef, args = self._check(node)
-            if not every_step and all(_is_known(a) for a in args.values()):
+            if not every_step and all(is_known(a) for a in args.values()):
                 self._fold(node, opdef, args)
                 folded.append(node)
             else:
-                planned.append(_Planned(node, opdef, args))
+                planned.append(Planned(node, opdef, args))
                 for element in _elements(node):
-                    self._values[(node.id, element)] = _Slot(self._slots)
+                    self._values[(node.id, element)] = Slot(self._slots)
                     self._slots += 1
         self._results = [self._resolve(op) for op in graph.results]
         if not every_step:
-            planned = self._fuse(planned)
-        self._calls_blas = any(p.opdef.blas for p in planned)
+            planned = self._rewrite(planned)
         self._steps = self._schedule(planned)
         self.folded: tuple[Node, ...] = tuple(folded)
         """The nodes computed at plan time (all their operands were known)."""
@@ -180,25 +123,25 @@ class GraphPlan:
         """The nodes each run executes, in order (fused ones right after their producer)."""
         self.fused: tuple[tuple[Node, ...], ...] = tuple(
             (p.node, *(t[0] for t in p.tail)) for p in planned if p.tail)
-        """Each fused chain: a producer and the band-wise ops it applies to its result."""
+        """Each fused chain: a producer and the ops a rewrite folded into it (none here)."""
 
     # -- planning --------------------------------------------------------------------------------
 
-    def _resolve(self, op: Operand) -> _Arg:
+    def _resolve(self, op: Operand) -> Arg:
         if isinstance(op, Const):
-            return _Known(op.value)
+            return Known(op.value)
         if isinstance(op, GraphConstant):
-            return _Known(self._bound[op.constant_id])
+            return Known(self._bound[op.constant_id])
         if isinstance(op, Input):
-            return _Slot(op.index)
+            return Slot(op.index)
         return self._values[(op.node, op.element)]
 
-    def _check(self, node: Node) -> tuple[OpDef, _Args]:
+    def _check(self, node: Node) -> tuple[OpDef, Args]:
         """The node's op and resolved operands, after the op's plan-time check passed."""
         opdef = self._ops.get(node.op)
         if opdef is None:
             raise TosaError(f"{node.label}: TOSA operator {node.op} is not implemented")
-        args: _Args = {}
+        args: Args = {}
         seen: dict[str, object] = {}  # what the check sees: values if known, else types
         for name, op in node.operands.items():
             if isinstance(op, tuple):
@@ -210,62 +153,46 @@ class GraphPlan:
                 seen[name] = _seen(arg, op)
         check = opdef.check
         if check is not None:
-            _guard(node, lambda: check(node.result_type, **seen))
-        if _takes(opdef.fn, "result_dtype"):
-            args["result_dtype"] = _Known(_types(node)[0].dtype)
+            guard(node, lambda: check(node.result_type, **seen))
+        if takes(opdef.fn, "result_dtype"):
+            args["result_dtype"] = Known(result_types(node)[0].dtype)
         return opdef, args
 
-    def _fold(self, node: Node, opdef: OpDef, args: _Args) -> None:
-        values = {name: _known_value(arg) for name, arg in args.items()}
-        for element, value in zip(_elements(node), _call(node, opdef.fn, values, _types(node))):
+    def _fold(self, node: Node, opdef: OpDef, args: Args) -> None:
+        values = {name: known_value(arg) for name, arg in args.items()}
+        for element, value in zip(_elements(node), _call(node, opdef.fn, values, result_types(node))):
             value = value.view()
             value.flags.writeable = False
-            self._values[(node.id, element)] = _Known(value)
+            self._values[(node.id, element)] = Known(value)
 
-    def _fuse(self, planned: list[_Planned]) -> list[_Planned]:
-        """Fold each band-wise op whose input only it reads into that input's producer."""
-        readers: dict[int, list[tuple[int, str]]] = {}
-        for i, p in enumerate(planned):
-            for name, arg in p.args.items():
-                for part in arg if isinstance(arg, list) else [arg]:
-                    if isinstance(part, _Slot):
-                        readers.setdefault(part.index, []).append((i, name))
-        results = {r.index for r in self._results if isinstance(r, _Slot)}
-        slot_of = {p.node.id: self._values.get((p.node.id, None)) for p in planned}
-        taken: set[int] = set()  # indices of the nodes fused into an earlier one
-        fused = []
-        for i, p in enumerate(planned):
-            if i in taken:
-                continue
-            while _takes(p.opdef.fn, "epilogue") and not isinstance(p.last.result_type, tuple):
-                slot = slot_of[p.last.id]
-                users = readers.get(slot.index, []) if isinstance(slot, _Slot) else []
-                if slot is None or slot.index in results or len(users) != 1 or users[0][1] != "input":
-                    break
-                j = users[0][0]
-                consumer = planned[j]
-                if not consumer.opdef.bandwise or not all(
-                        _is_known(a) for name, a in consumer.args.items() if name != "input"):
-                    break
-                p = _Planned(p.node, p.opdef, p.args,
-                             (*p.tail, (consumer.node, consumer.opdef, consumer.args)))
-                taken.add(j)
-            if p.tail:
-                chain = [(node, opdef, {k: _known_value(a) for k, a in args.items() if k != "input"})
-                         for node, opdef, args in p.tail]
-                p = _Planned(p.node, p.opdef, {**p.args, "epilogue": _Known(_Epilogue(chain))}, p.tail)
-            fused.append(p)
-        return fused
+    # -- what an executor built on this one overrides -------------------------------------------
 
-    def _schedule(self, planned: list[_Planned]) -> list[_Step]:
+    def _rewrite(self, planned: list[Planned]) -> list[Planned]:
+        """The steps to run, from one per node left: the reference runs them as they are."""
+        return planned
+
+    def _step_fn(self, node: Node, opdef: OpDef, static: dict[str, object],
+                 runtime: dict[str, TensorType] | None
+                 ) -> tuple[Callable[..., object], dict[str, object]]:
+        """The function a step calls and the operands bound to it, from its op, its known
+        operands and the types of its run-time ones (None for a variadic operand): the
+        reference calls the op's function."""
+        return opdef.fn, static
+
+    @contextmanager
+    def _running(self) -> Iterator[None]:
+        """Held while a run walks the steps: nothing here."""
+        yield
+
+    def _schedule(self, planned: list[Planned]) -> list[_Step]:
         """Split each step's operands into static and per-run ones; free slots after last use."""
         last: dict[int, int] = {}
         for i, p in enumerate(planned):
             for arg in p.args.values():
                 for part in arg if isinstance(arg, list) else [arg]:
-                    if isinstance(part, _Slot):
+                    if isinstance(part, Slot):
                         last[part.index] = i
-        kept = {r.index for r in self._results if isinstance(r, _Slot)}
+        kept = {r.index for r in self._results if isinstance(r, Slot)}
         ends: dict[int, set[int]] = {}  # step -> the slots it reads last
         for slot, at in last.items():
             ends.setdefault(at, set()).add(slot)
@@ -274,29 +201,25 @@ class GraphPlan:
             node, opdef, args, out_node = p.node, p.opdef, p.args, p.last
             static: dict[str, object] = {}
             dynamic: list[tuple[str, int]] = []
-            variadic: list[tuple[str, tuple[_Arg, ...]]] = []
+            variadic: list[tuple[str, tuple[Arg, ...]]] = []
             for name, arg in args.items():
                 if isinstance(arg, list):
-                    if _is_known(arg):
-                        static[name] = _known_value(arg)
+                    if is_known(arg):
+                        static[name] = known_value(arg)
                     else:
                         variadic.append((name, tuple(arg)))
-                elif isinstance(arg, _Known):
+                elif isinstance(arg, Known):
                     static[name] = arg.value
                 else:
                     dynamic.append((name, arg.index))
-            fn = opdef.fn
-            if opdef.prepare is not None and not variadic:
-                seen = {**static, **{name: node.operands[name].type for name, _ in dynamic}}
-                made = _guard(node, lambda: opdef.prepare(**seen))  # type: ignore[misc]
-                if made is not None:
-                    fn, static = made, {}  # type: ignore[assignment]
+            fn, static = self._step_fn(node, opdef, static, None if variadic else {
+                name: node.operands[name].type for name, _ in dynamic})
             outs = tuple(s.index for e in _elements(out_node)
-                         if isinstance(s := self._values[(out_node.id, e)], _Slot))
+                         if isinstance(s := self._values[(out_node.id, e)], Slot))
             used = ends.get(i, set()) | {s for s in outs if s not in last}
             free = tuple(sorted(used - kept))
             steps.append(_Step(node, fn, static, tuple(dynamic), tuple(variadic), outs,
-                               _types(out_node), free))
+                               result_types(out_node), free))
         return steps
 
     # -- running ---------------------------------------------------------------------------------
@@ -313,13 +236,13 @@ class GraphPlan:
         env: list[object] = [None] * self._slots
         env[: self._inputs] = inputs
         call = _call if observer is None else functools.partial(_observed, observer)
-        with one_blas_thread() if self._calls_blas else nullcontext():
+        with self._running():
             for step in self._steps:
                 kwargs = dict(step.static)
                 for name, slot in step.dynamic:
                     kwargs[name] = env[slot]
                 for name, parts in step.variadic:
-                    kwargs[name] = tuple(env[p.index] if isinstance(p, _Slot) else p.value
+                    kwargs[name] = tuple(env[p.index] if isinstance(p, Slot) else p.value
                                          for p in parts)
                 for slot, value in zip(step.outs, call(step.node, step.fn, kwargs, step.types)):
                     env[slot] = value
@@ -327,7 +250,7 @@ class GraphPlan:
                     env[slot] = None
         handed: list[np.ndarray] = []
         for result in self._results:
-            if isinstance(result, _Slot):
+            if isinstance(result, Slot):
                 value = env[result.index]
                 fresh = result.index >= self._inputs
             else:
@@ -340,29 +263,29 @@ def _elements(node: Node) -> Sequence[int | None]:
     return range(len(node.result_type)) if isinstance(node.result_type, tuple) else (None,)
 
 
-def _types(node: Node) -> tuple[TensorType, ...]:
+def result_types(node: Node) -> tuple[TensorType, ...]:
     return node.result_type if isinstance(node.result_type, tuple) else (node.result_type,)
 
 
-def _seen(arg: _Arg, op: Operand) -> object:
+def _seen(arg: Arg, op: Operand) -> object:
     """What a plan-time check gets for an operand: its value if known, else its type."""
-    return arg.value if isinstance(arg, _Known) else op.type  # type: ignore[union-attr]
+    return arg.value if isinstance(arg, Known) else op.type  # type: ignore[union-attr]
 
 
-def _is_known(arg: _Arg | list[_Arg]) -> bool:
-    return all(isinstance(a, _Known) for a in arg) if isinstance(arg, list) else isinstance(arg, _Known)
+def is_known(arg: Arg | list[Arg]) -> bool:
+    return all(isinstance(a, Known) for a in arg) if isinstance(arg, list) else isinstance(arg, Known)
 
 
-def _known_value(arg: _Arg | list[_Arg]) -> object:
+def known_value(arg: Arg | list[Arg]) -> object:
     if isinstance(arg, list):
-        return tuple(_known_value(a) for a in arg)
+        return tuple(known_value(a) for a in arg)
     return arg.value  # type: ignore[union-attr]  (only called on known operands)
 
 
 @functools.cache
-def _takes(fn: Callable[..., object], keyword: str) -> bool:
-    """Whether an op function declares `keyword`: `result_dtype` (the declared result element
-    type, which CAST cannot know otherwise) or `epilogue` (band-wise consumers fused in)."""
+def takes(fn: Callable[..., object], keyword: str) -> bool:
+    """Whether an op function declares `keyword` (`result_dtype`: the declared result element
+    type, which CAST cannot know otherwise)."""
     try:
         return keyword in inspect.signature(fn).parameters
     except (TypeError, ValueError):
@@ -382,7 +305,7 @@ def _bind_constant(cid: int, t: TensorType, constants: Mapping[int, np.ndarray])
     return view
 
 
-def _guard(node: Node, fn: Callable[[], object]) -> object:
+def guard(node: Node, fn: Callable[[], object]) -> object:
     try:
         return fn()
     except TosaError as exc:
@@ -392,7 +315,7 @@ def _guard(node: Node, fn: Callable[[], object]) -> object:
 
 
 def _call(node: Node, fn: Callable[..., object], kwargs: dict[str, object], types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
-    out = _guard(node, lambda: fn(**kwargs))
+    out = guard(node, lambda: fn(**kwargs))
     results = out if isinstance(out, tuple) else (out,)
     if len(results) != len(types):
         raise TosaError(f"{node.label}: the op returned {len(results)} results, the graph declares {len(types)}")

@@ -11,7 +11,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, dtype_name, is_float
+from ._common import (
+    BF16,
+    F32,
+    FP8E4M3,
+    FP8E5M2,
+    FP16,
+    FP32,
+    I8,
+    I16,
+    I32,
+    I64,
+    dtype_name,
+    is_float,
+    padded,
+    scalar,
+    taps,
+)
 from .checking import (
     ACC_TYPES,
     attribute,
@@ -23,7 +39,6 @@ from .checking import (
     tensor_type,
     zero_point,
 )
-from .kernels import F32, I64, padded, scalar, taps
 from .registry import tosa_op
 
 AVG_POOL_TYPES = {

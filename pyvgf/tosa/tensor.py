@@ -1,7 +1,7 @@
 """TOSA 1.0 MATMUL, FFT2D and RFFT2D.
 
-MATMUL multiplies batches of matrices in BLAS: floats in float32, integers (zero points
-subtracted) in the fastest float type that sums them exactly (kernels.exact_dtype). The FFTs are
+MATMUL multiplies batches of matrices: floats in float32, integers (zero points subtracted)
+exactly in int64. The FFTs are
 numpy's, computed in float64 and rounded once to float32: the specification's unnormalised DFT,
 forward with e^(-i...) and inverse with e^(+i...).
 """
@@ -11,7 +11,23 @@ from __future__ import annotations
 import numpy as np
 
 from ..types import TensorType
-from ._common import BF16, FP8E4M3, FP8E5M2, FP16, FP32, I8, I16, I32, I48, dtype_name, is_float
+from ._common import (
+    BF16,
+    F32,
+    FP8E4M3,
+    FP8E5M2,
+    FP16,
+    FP32,
+    I8,
+    I16,
+    I32,
+    I48,
+    I64,
+    dtype_name,
+    is_float,
+    scalar,
+    wrap,
+)
 from .checking import (
     expect_dtype,
     expect_result,
@@ -23,7 +39,6 @@ from .checking import (
     tensor_type,
     zero_point,
 )
-from .kernels import F32, exact_dtype, gemm, max_offset, scalar
 from .registry import tosa_op
 
 MATMUL_TYPES = {
@@ -34,25 +49,17 @@ MATMUL_TYPES = {
 
 
 
-@tosa_op("MATMUL", blas=True)
+@tosa_op("MATMUL")
 def matmul(*, A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray,
            result_dtype: np.dtype) -> np.ndarray:
     """Batched matrix product: A [N,H,C] times B [N,C,W] -> [N,H,W] of `result_dtype`, the
-    declared result's element type (fp16 operands may give fp16 or fp32)."""
-    out_dtype = np.dtype(result_dtype)
+    declared result's element type (fp16 operands may give fp16 or fp32). Integers: (A - A_zp)
+    times (B - B_zp), exact in int64; floats accumulate in float32."""
     if is_float(A.dtype):
-        a = A.astype(F32, copy=False)
-        b = B.astype(F32, copy=False)
-        return gemm(a, b).astype(out_dtype, copy=False)
-    azp, bzp = scalar(A_zp), scalar(B_zp)
-    dtype = exact_dtype(A.shape[2] * max_offset(A.dtype, azp) * max_offset(B.dtype, bzp))
-    a = A.astype(dtype)
-    b = B.astype(dtype)
-    if azp:
-        a -= azp
-    if bzp:
-        b -= bzp
-    return gemm(a, b).astype(out_dtype, copy=False)
+        return (A.astype(F32) @ B.astype(F32)).astype(result_dtype)
+    a = A.astype(I64) - scalar(A_zp)
+    b = B.astype(I64) - scalar(B_zp)
+    return wrap(a @ b, result_dtype)
 
 
 @tosa_op("FFT2D")

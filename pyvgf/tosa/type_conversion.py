@@ -15,6 +15,7 @@ from ._common import (
     I16,
     I32,
     I48,
+    I64,
     INTS,
     dtype_name,
     int_max,
@@ -31,8 +32,6 @@ from .checking import (
     result_type,
     tensor_type,
 )
-from .compiled import rescale_common_rows, rescale_rows
-from .kernels import I64, Rescale, per_channel, prepared
 from .registry import tosa_op
 
 SINGLE_ROUND = 1
@@ -51,8 +50,8 @@ _CASTS: dict[np.dtype, tuple[np.dtype, ...]] = {
 }
 
 
-@tosa_op("CAST", bandwise=True)
-def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A002
+@tosa_op("CAST")
+def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:
     """CAST's operands do not determine its result type, so besides `input` (the grammar's only
     operand) it takes `result_dtype`, the element type of the declared result."""
     out = np.dtype(result_dtype)
@@ -72,7 +71,7 @@ def cast(*, input: np.ndarray, result_dtype: np.dtype) -> np.ndarray:  # noqa: A
 
 
 @cast.check
-def _cast_check(result, *, input, result_dtype=None):  # noqa: A002
+def _cast_check(result, *, input, result_dtype=None):
     op = "CAST"
     res = result_type(op, result)
     t = tensor_type(op, "input", input)
@@ -87,7 +86,7 @@ def _zero_point(value: np.ndarray, dtype: np.dtype, unsigned: bool) -> int:
     return zp & ((1 << (8 * dtype.itemsize)) - 1) if unsigned else zp
 
 
-@tosa_op("RESCALE", bandwise=True)
+@tosa_op("RESCALE")
 def rescale(
     *,
     scale32: bool,
@@ -95,126 +94,38 @@ def rescale(
     per_channel: bool,
     input_unsigned: bool,
     output_unsigned: bool,
-    input: np.ndarray,  # noqa: A002
+    input: np.ndarray,
     multiplier: np.ndarray,
     shift: np.ndarray,
     input_zp: np.ndarray,
     output_zp: np.ndarray,
 ) -> np.ndarray:
-    """Per channel c: apply_scale(input - input_zp, multiplier[c], shift[c]) + output_zp,
-    saturated to the result type; one compiled pass in int64 (compiled.rescale_rows, or its
-    common case rescale_common_rows).
-    apply_scale_32 and apply_scale_16 are the same arithmetic: scale32 sets only the
-    multiplier's width and whether DOUBLE_ROUND is allowed, both checked at plan time. Results
-    outside int32 break a REQUIRE of the specification (unpredictable); they saturate here."""
-    in_dtype = input.dtype
-    izp = _zero_point(input_zp, in_dtype, input_unsigned)
-    scaling = _rescaling(multiplier, shift, per_channel, rounding_mode == DOUBLE_ROUND,
-                         np.asarray(output_zp), output_unsigned)
+    """Per channel c (the last axis when per_channel, else one for all): apply_scale(input -
+    input_zp, multiplier[c], shift[c]) + output_zp, saturated to the result type.
+
+    apply_scale_32 and apply_scale_16 are the same arithmetic, exact in int64: value times
+    multiplier, plus 2**(shift - 1) (and +-2**30 for DOUBLE_ROUND when shift > 31), shifted
+    right arithmetically by shift. scale32 sets only the multiplier's width and whether
+    DOUBLE_ROUND is allowed, both checked at plan time. Results outside int32 break a REQUIRE
+    of the specification (unpredictable); they saturate here. An unsigned operand is read (or
+    stored) as the unsigned integer of its bits."""
     if input_unsigned:
-        input = input.view(np.dtype(f"u{in_dtype.itemsize}"))  # noqa: A001
-    return scaling.apply(input, -izp, 0)
-
-
-def _rescaling(multiplier: np.ndarray, shift: np.ndarray, per_channel: bool, double_round: bool,
-               output_zp: np.ndarray, output_unsigned: bool) -> _Rescaling:
-    """The prepared factors, made once per constant multiplier and shift."""
-    key = ("rescale", np.asarray(shift).tobytes(), per_channel, double_round, output_zp.dtype,
-           _zero_point(output_zp, output_zp.dtype, output_unsigned), output_unsigned)
-    return prepared(multiplier, key, lambda: _Rescaling(multiplier, shift, per_channel,
-                                                        double_round, output_zp, output_unsigned))
-
-
-class _Rescaling:
-    """RESCALE's factors as int64 vectors of one entry per channel (one for all when not
-    per_channel), its output zero point and saturation bounds."""
-
-    def __init__(self, multiplier: np.ndarray, shift: np.ndarray, per_channel: bool,
-                 double_round: bool, output_zp: np.ndarray, output_unsigned: bool):
-        count = None if per_channel else 1
-        self.multiplier = np.asarray(multiplier, dtype=np.int64).reshape(-1)[:count]
-        self.shift = np.asarray(shift, dtype=np.int64).reshape(-1)[:count]
-        self.double_round = double_round
-        self.out_dtype = output_zp.dtype
-        self.output_zp = _zero_point(output_zp, self.out_dtype, output_unsigned)
-        if output_unsigned:
-            self.low, self.high = 0, (1 << (8 * self.out_dtype.itemsize)) - 1
-        else:
-            self.low, self.high = int_min(self.out_dtype), int_max(self.out_dtype)
-        self._factors: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-
-    def factors(self, channels: int) -> tuple[np.ndarray, np.ndarray]:
-        """The multiplier and shift as int64 vectors of `channels` entries (made once)."""
-        factors = self._factors.get(channels)
-        if factors is None:
-            factors = self._factors[channels] = (per_channel(self.multiplier, channels, I64),
-                                                 per_channel(self.shift, channels, I64))
-        return factors
-
-    def apply(self, x: np.ndarray, add: int | np.ndarray, wrap_bits: int,
-              shared: bool = False) -> np.ndarray:
-        """The rescaled x + add (an integer, or a vector of one per channel), x + add first
-        wrapped to `wrap_bits` bits unless 0; the common case's rows over numba's threads when
-        `shared` (threads.py)."""
-        channels = x.shape[-1] if x.ndim else 1
-        rows = x.reshape(-1, channels)
-        out = np.empty(x.shape, self.out_dtype)
-        factors = self.factors(channels)
-        if isinstance(add, np.ndarray):
-            offset = per_channel(add, channels, I64)
-        else:
-            offset = np.full(channels, add, I64)
-        if self.double_round or wrap_bits not in (0, 32):
-            rescale_rows(rows, offset, wrap_bits, *factors, self.double_round, self.output_zp,
-                         self.low, self.high, out.reshape(rows.shape))
-        else:
-            loop = rescale_common_rows if shared else rescale_common_rows.serial
-            loop(rows, offset, wrap_bits == 32, *factors, self.output_zp, self.low, self.high,
-                 out.reshape(rows.shape))
-        return out
-
-
-class _FromAccumulator:
-    """RESCALE of an integer convolution's result acc + bias, straight from its accumulator
-    (float or int64, holding exact integers) and bias: the sum wraps as the convolution's
-    int32 (or int48) result would, without that tensor being made. The RESCALE check holds
-    input_zp at 0 for those types."""
-
-    def __init__(self, scaling: _Rescaling):
-        self.scaling = scaling
-
-    def __call__(self, acc: np.ndarray, bias: np.ndarray, result_dtype: np.dtype) -> np.ndarray:
-        return self.scaling.apply(acc, bias, 48 if result_dtype == I48 else 32, shared=True)
-
-    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
-        """This RESCALE of acc + bias as kernels.Rescale for a result of `channels` columns,
-        for the compiled loops to apply (prepared once for a constant bias); None for double
-        rounding or an int48 result."""
-        scaling = self.scaling
-        if scaling.double_round or result_dtype != I32:
-            return None
-        return prepared(bias, ("rescale", scaling, channels), lambda: (
-            per_channel(bias, channels, I64), *scaling.factors(channels), scaling.output_zp,
-            scaling.low, scaling.high))
-
-
-@rescale.from_accumulator
-def _rescale_accumulated(
-    *,
-    scale32: bool,
-    rounding_mode: int,
-    per_channel: bool,
-    input_unsigned: bool,
-    output_unsigned: bool,
-    multiplier: np.ndarray,
-    shift: np.ndarray,
-    input_zp: np.ndarray,
-    output_zp: np.ndarray,
-) -> _FromAccumulator:
-    """RESCALE fused after an integer convolution, prepared at plan time."""
-    return _FromAccumulator(_rescaling(multiplier, shift, per_channel,
-                                       rounding_mode == DOUBLE_ROUND, np.asarray(output_zp),
-                                       output_unsigned))
+        input = input.view(np.dtype(f"u{input.dtype.itemsize}"))
+    value = input.astype(I64) - _zero_point(input_zp, input_zp.dtype, input_unsigned)
+    m = np.asarray(multiplier, I64).reshape(-1)  # per channel: along the last axis
+    s = np.asarray(shift, I64).reshape(-1)
+    if not per_channel:
+        m, s = m[0], s[0]
+    rounding = np.left_shift(1, s - 1)
+    if rounding_mode == DOUBLE_ROUND:
+        rounding = rounding + np.where(s > 31, np.where(value >= 0, 1 << 30, -(1 << 30)), 0)
+    result = ((value * m + rounding) >> s) + _zero_point(output_zp, output_zp.dtype,
+                                                           output_unsigned)
+    out = output_zp.dtype
+    if output_unsigned:
+        unsigned = np.dtype(f"u{out.itemsize}")
+        return np.clip(result, 0, np.iinfo(unsigned).max).astype(unsigned).view(out)
+    return np.clip(result, int_min(out), int_max(out)).astype(out)
 
 
 @rescale.check
@@ -231,7 +142,7 @@ def _rescale_check(
     shift,
     input_zp,
     output_zp,
-):  # noqa: A002
+):
     op = "RESCALE"
     res = result_type(op, result)
     t = tensor_type(op, "input", input)

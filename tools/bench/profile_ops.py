@@ -71,17 +71,25 @@ def main(argv: list[str] | None = None) -> int:
     root = Path(__file__).resolve().parents[2]
     sys.path[:0] = [str(root), str(root / "tools"), str(root / "tools" / "bench")]
     import pyvgf
+    from pyvgf import fast
     from pyvgf.tosa import OPS
     from suite import build, load_exported
 
     spent: defaultdict[str, float] = defaultdict(float)
     steps: Counter[str] = Counter()
     depth = [0]
-    for name, opdef in OPS.items():
+    for name, opdef in OPS.items():  # the reference's functions
         opdef.fn = _timed(name, opdef.fn, spent, steps, depth, by_shape=args.by_shape)
-        if opdef.prepare is not None:  # a step's plan-time form, timed as the op
-            opdef.prepare = _prepared_timed(name, opdef.prepare, spent, steps, depth,
-                                            args.by_shape)
+    if fast.available():  # and the fast executor's, which the cpu backend runs
+        import pyvgf.fast.plan  # noqa: F401  (registers the fast forms)
+        from pyvgf.fast.registry import FAST
+
+        for name, extra in FAST.items():
+            if extra.fn is not None:
+                extra.fn = _timed(name, extra.fn, spent, steps, depth, by_shape=args.by_shape)
+            if extra.prepare is not None:  # a step's plan-time form, timed as the op
+                extra.prepare = _prepared_timed(name, extra.prepare, spent, steps, depth,
+                                                args.by_shape)
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
         m.run(model.inputs)

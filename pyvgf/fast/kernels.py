@@ -13,19 +13,16 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from itertools import product
 from typing import TypeVar
 
 import ml_dtypes
 import numba
 import numpy as np
 
+from ..tosa._common import F32, F64, I64, inside_taps, padded, scalar, taps  # noqa: F401
+from ..types import immutable
 from . import threads
 from .compiled import bias_clamp_rows, gemm_rows, gemm_rows_rescaled
-
-F32 = np.dtype(np.float32)
-F64 = np.dtype(np.float64)
-I64 = np.dtype(np.int64)
 
 T = TypeVar("T")
 
@@ -45,43 +42,12 @@ def max_offset(dtype: np.dtype, zero_point: int) -> int:
     return max(int(info.max) - zero_point, zero_point - int(info.min))
 
 
-def scalar(zero_point: np.ndarray | None) -> int | float:
-    """A zero point's value (absent or empty counts as 0)."""
-    if zero_point is None:
-        return 0
-    array = np.asarray(zero_point).reshape(-1)
-    if array.size == 0:
-        return 0
-    value = array[0]
-    return int(value) if array.dtype.kind in "iu" else float(value)
-
-
-def _immutable(array: np.ndarray) -> bool:
-    """Whether nothing can change `array`: read-only views down to read-only memory (bytes, a
-    read-only mmap such as a VGF file's) or to a read-only array owning its data."""
-    base: object = array
-    while isinstance(base, np.ndarray):
-        if base.flags.writeable:
-            return False
-        base = base.base
-    return base is None or _readonly_memory(base)
-
-
-def _readonly_memory(obj: object) -> bool:
-    if isinstance(obj, memoryview):
-        return obj.readonly and _readonly_memory(obj.obj)
-    try:
-        return memoryview(obj).readonly  # type: ignore[arg-type]
-    except TypeError:
-        return False
-
-
 _CACHE: dict[tuple[int, Hashable], tuple[weakref.ref, object]] = {}
 
 
 def prepared(weight: np.ndarray, key: Hashable, make: Callable[[], T]) -> T:
     """make(), computed once per immutable `weight` and `key`; every call for other weights."""
-    if not _immutable(weight):
+    if not immutable(weight):
         return make()
     slot = (id(weight), key)
     hit = _CACHE.get(slot)
@@ -197,65 +163,6 @@ def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndar
     elif a.ndim == 3 or not split_gemm(a, b, out):
         np.matmul(a, b, out=out)
     return out
-
-
-def padded(x: np.ndarray, dtype: np.dtype, pads: Sequence[tuple[int, int]],
-           offset: float = 0, fill: float = 0) -> np.ndarray:
-    """x - offset as `dtype`, with spatial axes 1.. padded by `pads` (before, after) with fill.
-
-    Returns `x` itself when nothing needs doing (same dtype, no offset, no padding).
-    """
-    if not any(p for pair in pads for p in pair):
-        if x.dtype == dtype and offset == 0:
-            return x
-        out = x.astype(dtype)
-        if offset:
-            out -= offset
-        return out
-    spatial = [n + a + b for n, (a, b) in zip(x.shape[1:], pads)]
-    shape = (x.shape[0], *spatial, *x.shape[1 + len(pads):])
-    out = np.full(shape, fill, dtype) if fill else np.zeros(shape, dtype)
-    inner = out[(slice(None), *(slice(a, a + n) for n, (a, _) in zip(x.shape[1:], pads)))]
-    inner[...] = x
-    if offset:
-        inner -= offset
-    return out
-
-
-def taps(kernel: Sequence[int], stride: Sequence[int], dilation: Sequence[int],
-         out_size: Sequence[int]) -> Iterator[tuple[tuple[int, ...], tuple[slice, ...]]]:
-    """For each kernel position, its index and the slices of the padded input it reads.
-
-    The slices select, for every output position, the input element under that kernel tap.
-    """
-    for index in product(*(range(k) for k in kernel)):
-        yield index, tuple(
-            slice(k * d, k * d + (o - 1) * s + 1, s)
-            for k, d, o, s in zip(index, dilation, out_size, stride))
-
-
-def inside_taps(sizes: Sequence[int], pads: Sequence[tuple[int, int]], kernel: Sequence[int],
-                stride: Sequence[int], dilation: Sequence[int], out_size: Sequence[int]
-                ) -> Iterator[tuple[int, tuple[slice, ...], tuple[slice, ...]]]:
-    """Per kernel tap that reads any real input: its flat index, the output slices whose reads
-    land inside the unpadded input and the input slices they read there.
-
-    This is the specification's `0 <= y < IH && 0 <= x < IW` guard: padding is skipped, not
-    multiplied, so a non-finite weight never meets it.
-    """
-    for flat, index in enumerate(product(*(range(k) for k in kernel))):
-        outs, ins = [], []
-        for k, n, (before, _), s, d, o in zip(index, sizes, pads, stride, dilation, out_size):
-            first = k * d - before  # the input coordinate output 0 reads
-            lo = max(0, -(first // s))
-            hi = min(o, (n - 1 - first) // s + 1)
-            if hi <= lo:
-                break
-            start = lo * s + first
-            outs.append(slice(lo, hi))
-            ins.append(slice(start, start + (hi - lo - 1) * s + 1, s))
-        else:
-            yield flat, tuple(outs), tuple(ins)
 
 
 def im2col(xp: np.ndarray, kernel: Sequence[int], stride: Sequence[int],

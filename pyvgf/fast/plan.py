@@ -1,0 +1,161 @@
+"""The fast executor's plan: the reference interpreter's (pyvgf/tosa/interpreter.py) with the
+fast operator table (registry.py) and three of its methods overridden.
+
+Fusion (`_rewrite`): when an op declaring an `epilogue` keyword (the convolutions) has a result
+that only one band-wise op reads (CLAMP, RESCALE, ...: `FastOpDef.bandwise`), with every other
+operand of that op known, the pair runs as one step: the producer applies the consumer to each
+band of its result while the band is still in cache, and the intermediate tensor never exists.
+Chains (CONV2D -> RESCALE -> CLAMP) fuse whole. Results are those of running the ops one by one.
+
+Plan-time forms (`_step_fn`): an op with a `prepare` form gets it once per step.
+
+Threads (`_running`): a run of a graph that calls BLAS holds BLAS at one thread while the
+compiled loops split their rows over numba's threads (threads.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+
+import numpy as np
+
+from ..spirv.graph import Graph, Node
+from ..tosa import OPS
+from ..tosa.interpreter import (
+    GraphPlan,
+    Known,
+    Planned,
+    Slot,
+    guard,
+    is_known,
+    known_value,
+    result_types,
+    takes,
+)
+from ..types import TensorType
+from . import activation, conv, rescale, tensor  # noqa: F401  (register the fast forms)
+from .kernels import Rescale
+from .registry import FastOpDef, fast_ops
+from .threads import one_blas_thread
+
+
+class FastPlan(GraphPlan):
+    """A graph planned for the fast executor; runs as GraphPlan does, with the same results
+    (integers bit-exact, floats within pyvgf.testing's tolerance)."""
+
+    def __init__(self, graph: Graph, constants: Mapping[int, np.ndarray],
+                 ops: Mapping[str, FastOpDef] | None = None, *, every_step: bool = False):
+        self._calls_blas = False  # until _rewrite finds a step that calls BLAS
+        super().__init__(graph, constants, fast_ops(OPS) if ops is None else ops,
+                         every_step=every_step)
+
+    def _rewrite(self, planned: list[Planned]) -> list[Planned]:  # type: ignore[override]
+        """Fuse each band-wise op whose input only it reads into that input's producer."""
+        readers: dict[int, list[tuple[int, str]]] = {}
+        for i, p in enumerate(planned):
+            for name, arg in p.args.items():
+                for part in arg if isinstance(arg, list) else [arg]:
+                    if isinstance(part, Slot):
+                        readers.setdefault(part.index, []).append((i, name))
+        results = {r.index for r in self._results if isinstance(r, Slot)}
+        slot_of = {p.node.id: self._values.get((p.node.id, None)) for p in planned}
+        taken: set[int] = set()  # indices of the nodes fused into an earlier one
+        fused = []
+        for i, p in enumerate(planned):
+            if i in taken:
+                continue
+            while takes(p.opdef.fn, "epilogue") and not isinstance(p.last.result_type, tuple):
+                slot = slot_of[p.last.id]
+                users = readers.get(slot.index, []) if isinstance(slot, Slot) else []
+                if slot is None or slot.index in results or len(users) != 1 or users[0][1] != "input":
+                    break
+                j = users[0][0]
+                consumer = planned[j]
+                if not consumer.opdef.bandwise or not all(
+                        is_known(a) for name, a in consumer.args.items() if name != "input"):
+                    break
+                p = Planned(p.node, p.opdef, p.args,
+                             (*p.tail, (consumer.node, consumer.opdef, consumer.args)))
+                taken.add(j)
+            if p.tail:
+                chain = [(node, opdef, {k: known_value(a) for k, a in args.items() if k != "input"})
+                         for node, opdef, args in p.tail]
+                p = Planned(p.node, p.opdef, {**p.args, "epilogue": Known(_Epilogue(chain))}, p.tail)
+            fused.append(p)
+        self._calls_blas = any(p.opdef.blas for p in fused)
+        return fused
+
+    def _step_fn(self, node: Node, opdef: FastOpDef, static: dict[str, object],  # type: ignore[override]
+                 runtime: dict[str, TensorType] | None
+                 ) -> tuple[Callable[..., object], dict[str, object]]:
+        """The op's plan-time form where it has one (registry.py, `prepare`)."""
+        if opdef.prepare is not None and runtime is not None:
+            made = guard(node, lambda: opdef.prepare(**static, **runtime))  # type: ignore[misc]
+            if made is not None:
+                return made, {}  # type: ignore[return-value]
+        return opdef.fn, static
+
+    @contextmanager
+    def _running(self) -> Iterator[None]:
+        """BLAS on one thread while the loops run on several, where the graph calls BLAS."""
+        if not self._calls_blas:
+            yield
+            return
+        with one_blas_thread():
+            yield
+
+
+class _Epilogue:
+    """Band-wise ops applied in turn to a band of a producer's result, each with its known
+    operands bound; the band is the producer's temporary, so in-place forms are used.
+
+    `dtype` is the element type of the last op's result."""
+
+    def __init__(self, chain: Sequence[tuple[Node, FastOpDef, dict[str, object]]]):
+        self.chain = tuple(chain)
+        self.ops = tuple(node.op for node, _, _ in chain)
+        """The fused ops' names, in order."""
+        self.dtype = result_types(chain[-1][0])[0].dtype
+        node, opdef, static = chain[0]
+        factory = opdef.from_accumulator
+        self._accumulated = None if factory is None else guard(node, lambda: factory(**static))
+        self.bounds = getattr(self._accumulated, "bounds", None) if len(chain) == 1 else None
+        """The form's `bounds` when it is the whole epilogue (see conv.Epilogue)."""
+        self.first_dtype = result_types(node)[0].dtype
+        """The element type of the first op's result."""
+
+    def __call__(self, band: np.ndarray) -> np.ndarray:
+        return self._rest(band, 0)
+
+    def from_accumulator(self, acc: np.ndarray, bias: np.ndarray,
+                         result_dtype: np.dtype) -> np.ndarray | None:
+        """The finished band from a convolution's accumulator and bias (its result would be
+        acc + bias as `result_dtype`), when the first op has that form for them; else None."""
+        form = self._accumulated
+        if form is None:
+            return None
+        band = guard(self.chain[0][0], lambda: form(acc, bias, result_dtype))  # type: ignore[operator]
+        return None if band is None else self._rest(band, 1)  # type: ignore[arg-type]
+
+    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
+        """The first op as kernels.Rescale, when its accumulator form has that (see
+        conv.Epilogue); else None."""
+        form = getattr(self._accumulated, "rescale", None)
+        return None if form is None else guard(self.chain[0][0],
+                                                lambda: form(bias, result_dtype, channels))
+
+    def rest(self, first: np.ndarray) -> np.ndarray:
+        """The final result from the first op's result: the ops after it, in turn."""
+        return self._rest(first, 1)
+
+    def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
+        for node, opdef, static in self.chain[start:]:
+            fn = opdef.inplace or opdef.fn
+            band = guard(node, lambda: fn(input=band, **static))  # type: ignore[assignment]
+        return band
+
+    def __repr__(self) -> str:
+        return "_Epilogue(" + " -> ".join(self.ops) + ")"
+
+

@@ -1,0 +1,95 @@
+"""The fast executor's plan (pyvgf/fast/plan.py): plan-time forms and fusion give what the
+reference's ops give one by one."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from conftest_spirv import fixtures, random_input, vgf_graph
+
+pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
+pytestmark = pytest.mark.fast
+
+from pyvgf.fast import conv, kernels  # noqa: E402
+from pyvgf.fast.plan import FastPlan  # noqa: E402
+from pyvgf.fast.registry import fast_ops  # noqa: E402
+from pyvgf.tosa import OPS as REFERENCE  # noqa: E402
+
+FAST_OPS = fast_ops(REFERENCE)
+
+
+# -- fusion ------------------------------------------------------------------------------------------
+
+
+FUSED_CHAINS = {
+    # every convolution path (im2col, pointwise, depthwise with strides and multipliers) with a
+    # CLAMP;
+    # the last CONV2D is also a graph result, so its CLAMP stays a step of its own
+    "interpreter_fuse_f32": [["CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"], ["CONV2D", "CLAMP"],
+                             ["DEPTHWISE_CONV2D", "CLAMP"], ["DEPTHWISE_CONV2D", "CLAMP"],
+                             ["DEPTHWISE_CONV2D", "CLAMP"]],
+    "interpreter_fuse_i8": [["CONV2D", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE", "CLAMP"],
+                            ["CONV2D", "RESCALE"]],
+    # a RESCALE made in the convolution's compiled loop (1x1 blocks, the depthwise window),
+    # then a second one (a residual branch's, to int32 or int16) on its result; a first
+    # RESCALE rounding twice, which the loops leave to the bands
+    "interpreter_fuse_rescales": [["CONV2D", "RESCALE", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE"],
+                                  ["CONV2D", "RESCALE", "RESCALE"],
+                                  ["DEPTHWISE_CONV2D", "RESCALE", "RESCALE"],
+                                  ["CONV2D", "RESCALE", "RESCALE"]],
+}
+
+
+@pytest.mark.parametrize("name", [*FUSED_CHAINS, "spirv_conv_add", "spirv_int8_conv_rescale"])
+def test_plan_time_forms_give_what_the_ops_give(name, monkeypatch):
+    """Convolutions bound to their plan-time forms (registry `prepare`) give the results of the
+    ops called as they are; each works out its weights once, at its first run (not at load)."""
+    graph, constants = vgf_graph(fixtures.model(name))
+    worked_out: list[object] = []
+    real = conv._compute_dtype
+    monkeypatch.setattr(conv, "_compute_dtype", lambda *a: worked_out.append(a) or real(*a))
+    convs = {"CONV2D", "CONV3D", "DEPTHWISE_CONV2D"}
+    plan = FastPlan(graph, constants)
+    steps = [s for s in plan._steps if s.node.op in convs]
+    assert steps and all(s.fn is not REFERENCE[s.node.op].fn and not s.static for s in steps)
+    assert worked_out == []
+    rng = np.random.default_rng(9)
+    inputs = [random_input(p.type, rng) for p in graph.inputs]
+    first = plan.run(inputs)
+    assert len(worked_out) == len(steps)
+    again = plan.run(inputs)
+    assert len(worked_out) == len(steps)
+    as_called = FastPlan(graph, constants, {k: replace(v, prepare=None) for k, v in FAST_OPS.items()})
+    assert all(s.fn is FAST_OPS[s.node.op].fn for s in as_called._steps if s.node.op in convs)
+    want = as_called.run(inputs)
+    assert len(worked_out) == 2 * len(steps)  # called as they are: every run works it out
+    for got, more, expected in zip(first, again, want):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, more)
+        np.testing.assert_array_equal(got, expected)
+
+
+@pytest.mark.parametrize("name", FUSED_CHAINS)
+@pytest.mark.parametrize("band_bytes", [None, 1], ids=["default-bands", "one-row-bands"])
+def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch):
+    """Fused chains give what the ops give one by one, whatever the band size."""
+    if band_bytes is not None:
+        for module, attr in ((kernels, "BAND_BYTES"), (conv, "DEPTHWISE_BAND_BYTES"),
+                             (conv, "POINTWISE_BAND_BYTES"), (conv, "SHARED_BAND_BYTES")):
+            monkeypatch.setattr(module, attr, band_bytes)
+    graph, constants = vgf_graph(fixtures.model(name))
+    plan = FastPlan(graph, constants)
+    assert [[n.op for n in chain] for chain in plan.fused] == FUSED_CHAINS[name]
+    assert len(plan.schedule) + len(plan.folded) == len(graph.nodes)
+    apart = FastPlan(graph, constants, {k: replace(v, bandwise=False) for k, v in FAST_OPS.items()})
+    assert apart.fused == ()
+    rng = np.random.default_rng(5)
+    inputs = [random_input(p.type, rng) for p in graph.inputs]
+    for got, want in zip(plan.run(inputs), apart.run(inputs)):
+        assert got.dtype == want.dtype and got.shape == want.shape
+        if got.dtype.kind in "iu":
+            np.testing.assert_array_equal(got, want)
+        else:
+            np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
