@@ -19,11 +19,12 @@ from pyvgf.testing import (
     assert_backends_agree,
     graphs,
     ops,
-    pytest_plugin,  # noqa: F401  (registers the "fast" and "long" profiles)
+    pytest_plugin,
     reference_run,
 )
 
 FAST = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+pytest_plugin.register_profiles()
 LONG = settings.get_profile("long")
 """The plugin's nightly profile (1000 examples), for the tests marked slow."""
 
