@@ -117,13 +117,11 @@ def bisect(model: bytes | str | Path, inputs: Sequence[np.ndarray], backends: Se
     skipped: list[str] = []
     with load(data, backend=reference) as ref:
         cap = capture(ref, inputs)
-        for plan in ref._schedule.segments:
-            pipeline = plan.pipeline
-            graph = getattr(pipeline, "graph", None)
-            if graph is None:
+        for segment, plan in enumerate(ref._schedule.segments):
+            graph_plan = getattr(plan.pipeline, "plan", None)  # None: a compute segment
+            if graph_plan is None:
                 continue
-            segment = next(n for n, p in enumerate(ref._schedule.segments) if p is plan)
-            constants = pipeline.plan.constants
+            graph, constants = graph_plan.graph, graph_plan.constants
             for op_index, node in enumerate(graph.nodes):
                 try:
                     one = _one_op(node, functools.partial(_value, cap, segment), constants)
