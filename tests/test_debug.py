@@ -244,3 +244,15 @@ def test_a_run_without_a_watcher_takes_no_observed_path(monkeypatch):
         np.testing.assert_array_equal(model.run([x])[0], want[0])
         with pytest.raises(AssertionError, match="the observer path"):  # the patch is in effect
             debug.profile(model, [x])
+
+
+def test_both_cpu_executors_capture_the_same_values():
+    path = fixtures.model("interpreter_fuse_i8")
+    captures = []
+    for backend in ("reference", "cpu"):
+        with pyvgf.load(path, backend=backend) as model:
+            captures.append(debug.capture(model, [_int8_input(model)]))
+    reference, fast = captures
+    assert [(v.op_index, v.op, v.id) for v in fast.values] == [(v.op_index, v.op, v.id) for v in reference.values]
+    for a, b in zip(reference.values, fast.values):
+        np.testing.assert_array_equal(a.value, b.value)  # integers: bit-exact

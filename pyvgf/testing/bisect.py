@@ -96,12 +96,13 @@ def _max_error(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> float:
 
 
 def bisect(model: bytes | str | Path, inputs: Sequence[np.ndarray], backends: Sequence[Backend] = ("cpu", "vulkan"),
-           *, rtol: float | None = None, out: str | Path | None = None, reference: str = "cpu") -> Culprit | None:
+           *, rtol: float | None = None, out: str | Path | None = None, reference: str = "reference") -> Culprit | None:
     """None when `backends` (two names or functions (model bytes, inputs) -> outputs, as
     `assert_backends_agree` takes them) agree on `model`'s outputs for `inputs`; else the first
     operator, in graph order, whose results differ when it runs alone on both, fed the values the
-    `reference` cpu executor computed for its operands. The reproducer of that operator is
-    written under `out` (a new temporary folder when not given)."""
+    `reference` executor (the plain numpy interpreter unless given) computed for its operands.
+    The reproducer of that operator is written under `out` (a new temporary folder when not
+    given)."""
     if len(backends) != 2:
         raise ValueError("bisect compares exactly two backends")
     data = model if isinstance(model, bytes) else Path(model).read_bytes()
