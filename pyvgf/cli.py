@@ -305,7 +305,7 @@ def _add_bisect(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("bisect", help="find the first operator two backends disagree on")
     p.add_argument("model", help="the .vgf file")
     p.add_argument("--backends", nargs=2, required=True, metavar=("A", "B"),
-                   help="the two backends: names (cpu, vulkan) or MODULE:FUNCTION, a function "
+                   help="the two backends: names (cpu, reference, vulkan) or MODULE:FUNCTION, a function "
                    "(model bytes, inputs) -> outputs")
     p.add_argument("--input", action="append", default=[], metavar="[NAME=]FILE.npy",
                    help="an input, in model order (or NAME=FILE); repeat for each input")

@@ -35,5 +35,18 @@ def perturbed(op: str):
     return backend
 
 
+def failing(op: str):
+    """A backend function that raises whenever the model holds `op` (as a driver may refuse it)."""
+
+    def backend(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
+        with pyvgf.load(model, backend="reference") as m:
+            if any(n.op == op for s in m._schedule.segments for n in s.pipeline.plan.graph.nodes):
+                raise RuntimeError(f"this driver does not take {op}")
+            return m.run(inputs)
+
+    backend.__name__ = f"no_{op.lower()}"
+    return backend
+
+
 wrong_depthwise = perturbed("DEPTHWISE_CONV2D")
 wrong_clamp = perturbed("CLAMP")

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from conftest import REAL_MODELS
 from conftest_vulkan import require_vulkan
-from debug_backends import perturbed, wrong_clamp
+from debug_backends import failing, perturbed, wrong_clamp
 
 import pyvgf
 from pyvgf.build import Graph
@@ -115,3 +115,14 @@ def test_with_the_vulkan_backend():
     assert bisect(model, x, backends=("cpu", "vulkan")) is None
     culprit = bisect(model, x, backends=("vulkan", perturbed("ABS")))
     assert (culprit.op_index, culprit.op, culprit.backends) == (2, "ABS", ("vulkan", "wrong_abs"))
+
+
+def test_a_backend_that_fails_on_an_operator_is_caught_there(tmp_path):
+    model = _small_graph()
+    x = [np.random.default_rng(0).standard_normal((1, 4, 4, 2)).astype(np.float32)]
+    culprit = bisect(model, x, backends=("cpu", failing("ABS")), out=tmp_path)
+    assert (culprit.op_index, culprit.op) == (2, "ABS")
+    assert culprit.mismatch == "no_abs raised RuntimeError: this driver does not take ABS"
+    assert np.isnan(culprit.max_error)
+    files = {p.name for p in culprit.reproducer.iterdir()}
+    assert {"output_0.cpu.npy", "error.no_abs.txt", "op.vgf"} <= files

@@ -97,8 +97,9 @@ def test_dump_writes_one_npy_per_value_and_an_index(tmp_path):
         np.testing.assert_array_equal(got.astype(np.float32), want)
 
 
-def test_profile_times_every_step_of_each_run():
-    with pyvgf.load(fixtures.model("interpreter_fuse_i8")) as model:
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_profile_times_every_step_of_each_run(backend):
+    with pyvgf.load(fixtures.model("interpreter_fuse_i8"), backend=backend) as model:
         plan = _plan(model)
         x = _int8_input(model)
         prof = debug.profile(model, [x], runs=3)
@@ -195,6 +196,7 @@ def test_vulkan_profile_times_each_segment_on_the_gpu(capsys):
     if not has_timestamps:
         assert "timestampValidBits 0" in prof.note
         return
+    assert not prof.note
     segments = [e for e in prof.events if e.kind == "segment"]
     assert [(e.run, e.segment) for e in segments] == [(r, n) for r in range(2) for n in range(3)]
     for a, b in itertools.pairwise(segments):
@@ -244,3 +246,28 @@ def test_a_run_without_a_watcher_takes_no_observed_path(monkeypatch):
         np.testing.assert_array_equal(model.run([x])[0], want[0])
         with pytest.raises(AssertionError, match="the observer path"):  # the patch is in effect
             debug.profile(model, [x])
+
+
+def test_both_cpu_executors_capture_the_same_values():
+    path = fixtures.model("interpreter_fuse_i8")
+    captures = []
+    for backend in ("reference", "cpu"):
+        with pyvgf.load(path, backend=backend) as model:
+            captures.append(debug.capture(model, [_int8_input(model)]))
+    reference, fast = captures
+    assert [(v.op_index, v.op, v.id) for v in fast.values] == [(v.op_index, v.op, v.id) for v in reference.values]
+    for a, b in zip(reference.values, fast.values):
+        np.testing.assert_array_equal(a.value, b.value)  # integers: bit-exact
+
+
+def test_vulkan_profile_says_when_the_queue_has_no_timestamps(monkeypatch):
+    require_vulkan()
+    with pyvgf.load(fixtures.model("add_f32"), backend="vulkan") as model:
+        monkeypatch.setattr(type(model.device), "timestamp_period", property(lambda self: None))
+        with pytest.raises(HalError, match="timestampValidBits is 0"):
+            model.device.create_query_pool(2)
+        x = [np.ones(i.shape, np.float32) for i in model.inputs]
+        prof = debug.profile(model, x, runs=2)
+    assert "no timestamps (timestampValidBits 0), so no per-segment times" in prof.note
+    assert [e.kind for e in prof.events] == ["run", "run"]
+    assert prof.table().endswith(prof.note)

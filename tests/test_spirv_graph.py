@@ -17,7 +17,7 @@ from pyvgf.spirv import Const, GraphConstant, Input, Result, decode, decode_grap
 from pyvgf.types import TensorType
 
 OP_NOP, OP_EXT_INST_IMPORT, OP_EXT_INST, OP_TYPE_BOOL, OP_CONSTANT = 0, 11, 12, 20, 43
-OP_NO_LINE = 317
+OP_NO_LINE, OP_RETURN = 317, 253
 OP_CONSTANT_COMPOSITE, OP_DECORATE, OP_TYPE_TENSOR = 44, 71, 4163
 OP_GRAPH_INPUT, OP_GRAPH_SET_OUTPUT, OP_GRAPH_END, OP_REPLICATE = 4184, 4185, 4186, 4461
 
@@ -275,7 +275,15 @@ def test_graph_without_end(words):
 
 def test_unsupported_instruction_in_graph(words):
     end = instruction(words, "OpGraphEndARM")
-    graph_error(splice(words, end.offset, 0, inst(OP_NO_LINE)), end.offset, "OpNoLine is not supported in a graph")
+    graph_error(splice(words, end.offset, 0, inst(OP_RETURN)), end.offset, "OpReturn is not supported in a graph")
+
+
+def test_opnoline_ends_the_location_of_later_nodes(words):
+    """OpLine/OpNoLine are debug information: a graph body may hold them (nodes take their
+    location from them); an OpNoLine alone changes nothing else."""
+    end = instruction(words, "OpGraphEndARM")
+    graph = decode_graph(splice(words, end.offset, 0, inst(OP_NO_LINE)))
+    assert [(n.op, n.location) for n in graph.nodes] == [(n.op, None) for n in decode_graph(words).nodes]
 
 
 def test_op_nop_is_dropped_anywhere(words):

@@ -15,17 +15,23 @@ import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..errors import VGFError
 from .watch import watching
 
+if TYPE_CHECKING:
+    from ..runtime import Model
+    from ..runtime.model import Inputs
+    from ..tosa.interpreter import GraphPlan
+
 _PLANS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _PLANS_LOCK = threading.Lock()
 
 
-def every_step_plan(pipeline: object):
+def every_step_plan(pipeline: object) -> GraphPlan:
     """The plan of a cpu data graph pipeline that runs every node as a step of its own."""
     with _PLANS_LOCK:
         plan = _PLANS.get(pipeline)
@@ -68,17 +74,16 @@ class Intermediate:
                 f"{self.value.dtype}[{shape}]")
 
 
-def _segments(model: object) -> dict[int, tuple[int, str]]:
+def _segments(model: Model) -> dict[int, tuple[int, str]]:
     """id(pipeline) -> (segment index, segment name) for each segment of a loaded model."""
-    return {id(p.pipeline): (n, p.segment.name) for n, p in enumerate(model._schedule.segments)}  # type: ignore[attr-defined]
+    return {id(p.pipeline): (n, p.segment.name) for n, p in enumerate(model._schedule.segments)}
 
 
-def require_cpu(model: object, what: str) -> None:
+def require_cpu(model: Model, what: str) -> None:
     from ..hal.cpu import CpuDevice
 
-    if not isinstance(model.device, CpuDevice):  # type: ignore[attr-defined]
-        raise VGFError(f"{what} needs a model on the cpu executor; this one runs on "
-                       f"{model.backend}")  # type: ignore[attr-defined]
+    if not isinstance(model.device, CpuDevice):
+        raise VGFError(f"{what} needs a model on the cpu executor; this one runs on {model.backend}")
 
 
 class Capture:
@@ -88,13 +93,15 @@ class Capture:
     each graph segment was given; `outputs` are the run's outputs (as `Model.run` returns them).
     """
 
-    def __init__(self, model: object):
+    def __init__(self, model: Model):
         self._segments = _segments(model)
         self.values: list[Intermediate] = []
         self.inputs: dict[int, list[np.ndarray]] = {}
         self.outputs: list[np.ndarray] = []
 
     def graph(self, pipeline: object, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
+        if id(pipeline) not in self._segments:  # another model run inside the capture
+            return pipeline.plan.run(inputs)  # type: ignore[attr-defined]
         segment, segment_name = self._segments[id(pipeline)]
         plan = every_step_plan(pipeline)
         index = {node.id: i for i, node in enumerate(plan.graph.nodes)}
@@ -147,7 +154,7 @@ def storable(array: np.ndarray) -> tuple[np.ndarray, str | None]:
     return array, None
 
 
-def capture(model: object, inputs: object) -> Capture:
+def capture(model: Model, inputs: Inputs) -> Capture:
     """Run `model` (loaded on the cpu backend) once on `inputs`, keeping every operator's result.
 
         cap = pyvgf.debug.capture(model, [x])
@@ -157,5 +164,5 @@ def capture(model: object, inputs: object) -> Capture:
     require_cpu(model, "capturing intermediate values")
     cap = Capture(model)
     with watching(cap):
-        cap.outputs = model.run(inputs)  # type: ignore[attr-defined]
+        cap.outputs = model.run(inputs)
     return cap

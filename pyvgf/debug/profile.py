@@ -22,6 +22,7 @@ from .watch import watching
 
 if TYPE_CHECKING:
     from ..runtime import Model
+    from ..runtime.model import Inputs
 
 
 @dataclass(frozen=True)
@@ -141,32 +142,49 @@ def _share(part: float, whole: float) -> str:
 
 
 class _CpuTimer:
-    """Times each step of the plans the cpu executor always runs."""
+    """Times each step of the plans the cpu executor always runs. A step only appends its
+    node and times to a list; the events are made from them after the runs (`events`)."""
 
-    def __init__(self, model: Model, profile: Profile):
+    def __init__(self, model: Model):
         self._segments = _segments(model)
-        self._profile = profile
+        self._spans: list[tuple[int, object, list]] = []  # (run, pipeline, [(node, start, end, shape)])
         self.run = 0
 
     def graph(self, pipeline: object, inputs: Sequence[np.ndarray]) -> list[np.ndarray]:
-        segment, segment_name = self._segments[id(pipeline)]
         plan = pipeline.plan  # type: ignore[attr-defined]
-        chains = {chain[0].id: tuple(n.op for n in chain) for chain in plan.fused}
-        index = {node.id: i for i, node in enumerate(plan.graph.nodes)}
-        events = self._profile.events
-        run = self.run
+        if id(pipeline) not in self._segments:  # another model run inside the profile
+            return plan.run(inputs)
+        steps: list[tuple[object, float, float, tuple[int, ...]]] = []
+        append = steps.append
 
         def observe(node, results, start, end):
-            events.append(Event("op", run, segment, segment_name, start, end, chains.get(node.id, (node.op,)),
-                                index[node.id], node.id, node.name, results[0].shape))
+            append((node, start, end, results[0].shape))
 
         start = time.perf_counter()
         outputs = plan.run(inputs, observe)
-        events.append(Event("segment", run, segment, segment_name, start, time.perf_counter()))
+        append((None, start, time.perf_counter(), ()))
+        self._spans.append((self.run, pipeline, steps))
         return outputs
 
+    def events(self) -> list[Event]:
+        """The step and segment events of the runs timed so far."""
+        events = []
+        for run, pipeline, steps in self._spans:
+            segment, segment_name = self._segments[id(pipeline)]
+            plan = pipeline.plan  # type: ignore[attr-defined]
+            chains = {chain[0].id: tuple(n.op for n in chain) for chain in plan.fused}
+            index = {node.id: i for i, node in enumerate(plan.graph.nodes)}
+            for node, start, end, shape in steps:
+                if node is None:
+                    events.append(Event("segment", run, segment, segment_name, start, end))
+                else:
+                    events.append(Event("op", run, segment, segment_name, start, end,
+                                        chains.get(node.id, (node.op,)), index[node.id], node.id,
+                                        node.name, shape))
+        return events
 
-def profile(model: Model, inputs: object, runs: int = 1) -> Profile:
+
+def profile(model: Model, inputs: Inputs, runs: int = 1) -> Profile:
     """Run `model` `runs` times on `inputs`, timing each operator step (cpu executor) or each
     segment on the GPU (vulkan, where its queue has timestamps). Runs once first, untimed, so
     that one-time work (compiling loops, first touches of memory) stays out of the figures."""
@@ -175,20 +193,20 @@ def profile(model: Model, inputs: object, runs: int = 1) -> Profile:
     if model.backend == "vulkan":
         return _profile_segments(model, inputs, runs)
     require_cpu(model, "profiling")
-    result = Profile(model.backend)
+    result = Profile(model.backend, runs)
     model.run(inputs)
-    timer = _CpuTimer(model, result)
+    timer = _CpuTimer(model)
     with watching(timer):
         for run in range(runs):
             timer.run = run
             start = time.perf_counter()
             model.run(inputs)
             result.events.append(Event("run", run, None, "", start, time.perf_counter()))
-    result.runs = runs
+    result.events += timer.events()
     return result
 
 
-def _profile_segments(model: Model, inputs: object, runs: int) -> Profile:
+def _profile_segments(model: Model, inputs: Inputs, runs: int) -> Profile:
     """Per-segment times from the device's timestamp queries (see `Schedule.execution`), on an
     execution of its own, with each run's wall time on the host; host times alone, and a note
     saying why, where the device's queue has no timestamps."""
@@ -215,8 +233,9 @@ def _profile_segments(model: Model, inputs: object, runs: int) -> Profile:
             result.events.append(Event("run", run, None, "", start, time.perf_counter()))
             stamps = pool.results()
             for n, name in enumerate(segments):
-                if stamps[n] is not None and stamps[n + 1] is not None:
-                    result.events.append(Event("segment", run, n, name, stamps[n], stamps[n + 1]))
+                begin, end = stamps[n], stamps[n + 1]
+                if begin is not None and end is not None:
+                    result.events.append(Event("segment", run, n, name, begin, end))
     finally:
         pool.destroy()
     return result

@@ -96,19 +96,20 @@ def _max_error(got: Sequence[np.ndarray], want: Sequence[np.ndarray]) -> float:
 
 
 def bisect(model: bytes | str | Path, inputs: Sequence[np.ndarray], backends: Sequence[Backend] = ("cpu", "vulkan"),
-           *, rtol: float | None = None, out: str | Path | None = None, reference: str = "cpu") -> Culprit | None:
+           *, rtol: float | None = None, out: str | Path | None = None, reference: str = "reference") -> Culprit | None:
     """None when `backends` (two names or functions (model bytes, inputs) -> outputs, as
     `assert_backends_agree` takes them) agree on `model`'s outputs for `inputs`; else the first
     operator, in graph order, whose results differ when it runs alone on both, fed the values the
-    `reference` cpu executor computed for its operands. The reproducer of that operator is
-    written under `out` (a new temporary folder when not given)."""
+    `reference` executor (the plain numpy interpreter unless given) computed for its operands.
+    The reproducer of that operator is written under `out` (a new temporary folder when not
+    given)."""
     if len(backends) != 2:
         raise ValueError("bisect compares exactly two backends")
     data = model if isinstance(model, bytes) else Path(model).read_bytes()
     inputs = [np.asarray(a) for a in inputs]
     first, second = backends
     names = (_name(first), _name(second))
-    whole = _first_mismatch(_run(second, data, inputs), _run(first, data, inputs), rtol)
+    whole = _disagreement(_run(first, data, inputs), _attempt(second, data, inputs), names[1], rtol)
     if whole is None:
         return None
     from ..debug.capture import capture
@@ -117,13 +118,11 @@ def bisect(model: bytes | str | Path, inputs: Sequence[np.ndarray], backends: Se
     skipped: list[str] = []
     with load(data, backend=reference) as ref:
         cap = capture(ref, inputs)
-        for plan in ref._schedule.segments:
-            pipeline = plan.pipeline
-            graph = getattr(pipeline, "graph", None)
-            if graph is None:
+        for segment, plan in enumerate(ref._schedule.segments):
+            graph_plan = getattr(plan.pipeline, "plan", None)  # None: a compute segment
+            if graph_plan is None:
                 continue
-            segment = next(n for n, p in enumerate(ref._schedule.segments) if p is plan)
-            constants = pipeline.plan.constants
+            graph, constants = graph_plan.graph, graph_plan.constants
             for op_index, node in enumerate(graph.nodes):
                 try:
                     one = _one_op(node, functools.partial(_value, cap, segment), constants)
@@ -132,16 +131,38 @@ def bisect(model: bytes | str | Path, inputs: Sequence[np.ndarray], backends: Se
                     continue
                 g, feeds, attributes = one
                 blob = g.to_bytes()
-                got_a, got_b = _run(first, blob, feeds), _run(second, blob, feeds)
-                problem = _first_mismatch(got_b, got_a, rtol)
+                got_a, got_b = _attempt(first, blob, feeds), _attempt(second, blob, feeds)
+                if isinstance(got_a, str) and isinstance(got_b, str):  # neither runs it alone
+                    skipped.append(f"op {op_index} {node.op}: both backends failed ({got_a})")
+                    continue
+                problem: str | None
+                if isinstance(got_a, str) or isinstance(got_b, str):  # one fails: a finding
+                    problem = f"{names[0]} {got_a}" if isinstance(got_a, str) else f"{names[1]} {got_b}"
+                    error = float("nan")
+                else:
+                    problem = _first_mismatch(got_b, got_a, rtol)
+                    error = _max_error(got_b, got_a)
                 if problem is None:
                     continue
-                shapes = _shapes(g)
-                culprit = Culprit(names, segment, op_index, node.op, node.id, node.name, attributes, shapes,
-                                  _max_error(got_b, got_a), problem, skipped=skipped, location=node.location)
+                culprit = Culprit(names, segment, op_index, node.op, node.id, node.name, attributes, _shapes(g),
+                                  error, problem, skipped=skipped, location=node.location)
                 culprit.reproducer = _reproducer(culprit, g, blob, feeds, (got_a, got_b), out)
                 return culprit
     return Culprit(names, None, None, None, mismatch=whole, skipped=skipped)
+
+
+def _attempt(backend: Backend, model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray] | str:
+    """The backend's outputs, or what it raised ("raised TYPE: MESSAGE")."""
+    try:
+        return _run(backend, model, inputs)
+    except Exception as exc:  # noqa: BLE001 - a backend failing on an operator is a finding
+        return f"raised {type(exc).__name__}: {exc}"
+
+
+def _disagreement(want: list[np.ndarray], got: list[np.ndarray] | str, name: str, rtol: float | None) -> str | None:
+    if isinstance(got, str):
+        return f"{name} {got}"
+    return _first_mismatch(got, want, rtol)
 
 
 def _value(cap, segment: int, operand: Operand) -> np.ndarray:
@@ -218,8 +239,9 @@ def _attribute(name: str, kind: Kind, value: object) -> object:
 
 
 def _reproducer(culprit: Culprit, g: Graph, blob: bytes, feeds: list[np.ndarray],
-                results: tuple[list[np.ndarray], list[np.ndarray]], out: str | Path | None) -> Path:
-    """Write the one-op VGF, its MLIR, its inputs, both backends' results and culprit.json."""
+                results: tuple[list[np.ndarray] | str, list[np.ndarray] | str], out: str | Path | None) -> Path:
+    """Write the one-op VGF, its MLIR, its inputs, both backends' results (or error.NAME.txt,
+    what one raised) and culprit.json."""
     root = Path(out) if out is not None else Path(tempfile.mkdtemp(prefix="pyvgf-bisect-"))
     folder = root / f"s{culprit.segment}_op{culprit.op_index:04d}_{culprit.op}"
     folder.mkdir(parents=True, exist_ok=True)
@@ -229,6 +251,9 @@ def _reproducer(culprit: Culprit, g: Graph, blob: bytes, feeds: list[np.ndarray]
         np.save(folder / f"input_{k}.npy", storable(array)[0])
     for backend, got in zip(culprit.backends, results):
         safe = re.sub(r"[^\w.-]", "_", backend)
+        if isinstance(got, str):
+            (folder / f"error.{safe}.txt").write_text(got + "\n")
+            continue
         for k, array in enumerate(got):
             np.save(folder / f"output_{k}.{safe}.npy", storable(array)[0])
     facts = {"backends": list(culprit.backends), "segment": culprit.segment, "op_index": culprit.op_index,
