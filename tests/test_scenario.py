@@ -241,7 +241,7 @@ def _mutated(draw, base: dict) -> dict:
     return doc
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzzed_scenarios_give_clear_errors(tmp_path: Path, data) -> None:
     """Mutated documents: a ScenarioError naming a JSON path, or a run whose errors are pyvgf's."""
@@ -261,7 +261,7 @@ def test_fuzzed_scenarios_give_clear_errors(tmp_path: Path, data) -> None:
         event(f"refused by the run: {type(exc).__name__}")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzzed_scenario_bytes_give_clear_errors(tmp_path: Path, data) -> None:
     """Mutated bytes of the JSON text (absolute paths: the files exist) through fuzz_target, the

@@ -9,10 +9,11 @@ dispatches in order.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import fixtures  # tools/fixtures.py
@@ -24,6 +25,7 @@ from conftest_vulkan import require_vulkan
 from scenario_shaders import double
 
 from pyvgf import scenario
+from pyvgf.cli import main
 from pyvgf.errors import ScenarioError
 from pyvgf.format import read
 
@@ -40,11 +42,13 @@ def _reference(scenario_json: Path, out: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def _pyvgf(scenario_json: Path, out: Path, backend: str, *extra: str) -> None:
-    cmd = [sys.executable, "-m", "pyvgf", "scenario", str(scenario_json), "--output", str(out), "--backend", backend,
-           *extra]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def _pyvgf(*args: str) -> str:
+    """`pyvgf ARGS` in this process (the CLI's code, without a new interpreter's start-up)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    assert status == 0, err.getvalue()
+    return out.getvalue()
 
 
 def _files(folder: Path) -> dict[str, np.ndarray]:
@@ -85,10 +89,7 @@ def _fill_inputs(folder: Path, scenario_json: Path, seed: int) -> None:
 
 
 def _template(vgf: Path, folder: Path, seed: int = 0) -> Path:
-    proc = subprocess.run([sys.executable, "-m", "pyvgf", "inspect", str(vgf), "--scenario-template", str(folder)],
-                          check=False, capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    scenario_json = Path(proc.stdout.strip())
+    scenario_json = Path(_pyvgf("inspect", str(vgf), "--scenario-template", str(folder)).strip())
     _fill_inputs(folder, scenario_json, seed)
     return scenario_json
 
@@ -98,13 +99,19 @@ def _differ(scenario_json: Path, tmp_path: Path, backends=("cpu", "vulkan"), exa
     _reference(scenario_json, tmp_path / "ref")
     ref = _files(tmp_path / "ref")
     for backend in backends:
-        _pyvgf(scenario_json, tmp_path / backend, backend, *kwargs.get(backend, ()))
+        _pyvgf("scenario", str(scenario_json), "--output", str(tmp_path / backend), "--backend", backend,
+               *kwargs.get(backend, ()))
         _assert_same(ref, _files(tmp_path / backend), exact_floats)
     return ref
 
 
-@pytest.mark.parametrize("name", ["add_f32", "runtime_int8", "runtime_int16", "runtime_multi_io", "runtime_bool",
-                                  "runtime_int32", "spirv_int8_conv_rescale"])
+QUICK = ["add_f32", "runtime_int8", "runtime_bool", "runtime_bf16"]
+"""Generated models checked in the default suite; the rest are `slow` (seconds each on 2 cores)."""
+MORE = ["runtime_int16", "runtime_multi_io", "runtime_int32", "spirv_int8_conv_rescale", "runtime_fp16",
+        "runtime_int64", "runtime_constants"]
+
+
+@pytest.mark.parametrize("name", QUICK + [pytest.param(n, marks=pytest.mark.slow) for n in MORE])
 def test_template_of_generated_model(vgf_model, tmp_path: Path, name: str) -> None:
     folder = tmp_path / "scenario"
     scenario_json = _template(vgf_model(name), folder)
