@@ -143,7 +143,7 @@ def _edit(doc: dict, path: str, value) -> dict:
     ("resources[1].tensor.memory_group", {"id": "g1", "offset": 3}, "resources[1].tensor", "not a multiple of"),
     ("resources[5]", {"buffer": {"uid": "huge", "size": 2**32 - 1, "shader_access": "readonly",
                                  "memory_group": {"id": "h", "offset": 2**62}}}, "resources[5].buffer",
-     "more than this machine's memory"),
+     "more than pyvgf's memory budget"),
 ])
 def test_errors_name_the_json_path(tmp_path: Path, path: str, value, where: str, message: str) -> None:
     doc = _edit(_base(tmp_path), path, value)

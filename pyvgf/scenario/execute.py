@@ -14,7 +14,6 @@ bfloat16 as `V2` bytes; buffers as int8 bytes), in file order.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ import numpy as np
 from .. import hal
 from ..errors import HalError, ScenarioError, VGFError
 from ..format.model import NO_INDEX, VGF, ModuleType, Segment
+from ..limits import memory_budget
+from ..runtime.check import check
 from ..runtime.schedule import Schedule
 from .parse import (
     BufferResource,
@@ -51,14 +52,6 @@ def _wrap(path: str, exc: VGFError) -> ScenarioError:
     return ScenarioError(f"{type(exc).__name__}: {exc}", path=path)
 
 
-def _memory_limit() -> int:
-    """The machine's physical memory in bytes: no scenario may ask for more."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 2**40
-
-
 def _npy(path: Path, where: str) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
@@ -74,14 +67,14 @@ class _Substituting(Schedule):
 
     def __init__(self, vgf: VGF, device: hal.Device, modules: Mapping[str, hal.ShaderModule]):
         self.substituted = dict(modules)
-        super().__init__(vgf, device)
+        super().__init__(vgf, device, check(vgf))
 
-    def _module(self, seg: Segment, modules: dict, where: str) -> hal.ShaderModule:
-        if seg.type == ModuleType.COMPUTE and 0 <= seg.module_index < len(self.vgf.modules):
+    def _module(self, seg: Segment, modules: dict) -> hal.ShaderModule:
+        if seg.type == ModuleType.COMPUTE:
             found = self.substituted.get(self.vgf.modules[seg.module_index].name)
             if found is not None:
                 return found
-        return super()._module(seg, modules, where)
+        return super()._module(seg, modules)
 
 
 @dataclass
@@ -266,19 +259,25 @@ class ScenarioRun:
                     union.join(key, alias.setdefault(group, key))
         groups_sizes = [(members, max(union.offset[k] + self._requirements(k).size for k in members))
                         for members in union.groups()]
-        total, limit = sum(size for _, size in groups_sizes), _memory_limit()
+        total, limit = sum(size for _, size in groups_sizes), memory_budget()
         if total > limit:
             members, size = max(groups_sizes, key=lambda g: g[1])
             key = members[0]
             where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
-            raise ScenarioError(f"the scenario's resources need {total} bytes, more than this machine's memory "
-                                f"({limit}); the largest, {size} bytes, is here", path=where)
+            raise ScenarioError(f"the scenario's resources need {total} bytes, more than pyvgf's memory budget "
+                                f"({limit}, pyvgf.limits); the largest, {size} bytes, is here", path=where)
         for members, size in groups_sizes:
             memory = None
-            if len(members) > 1 or union.offset[members[0]]:
-                memory = self.device.allocate_memory(size, label=f"memory of {members[0]!s}", device_local=self.local)
-            for key in members:
-                self.resources[key] = self._create(key, memory, union.offset[key])
+            try:
+                if len(members) > 1 or union.offset[members[0]]:
+                    memory = self.device.allocate_memory(size, label=f"memory of {members[0]!s}",
+                                                         device_local=self.local)
+                for key in members:
+                    self.resources[key] = self._create(key, memory, union.offset[key])
+            except MemoryError:
+                key = members[0]
+                where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
+                raise ScenarioError(f"out of memory allocating {size} bytes", path=where) from None
 
     def _create(self, key, memory: hal.DeviceMemory | None, offset: int) -> hal.Tensor | hal.Buffer:
         try:
