@@ -76,6 +76,10 @@ def scenario_seeds() -> list[bytes]:
                 path = folder / f"{name}-{body['uid']}.npy"
                 np.save(path, array)
                 body["src"] = str(path)
+            elif kind == "shader":
+                path = folder / f"{name}-{body['uid']}.spv"
+                path.write_bytes(np.asarray(read(vgf).modules[int(body["uid"].split("_")[1])].code, "<u4").tobytes())
+                body["src"] = str(path)
         seeds.append(json.dumps(doc, indent=1).encode())
     add = str(fixtures.model("add_f32"))
     tensor = {"dims": [1, 4, 4, 8], "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "readwrite"}
