@@ -13,9 +13,12 @@ from pathlib import Path
 import fixtures  # tools/fixtures.py
 import numpy as np
 import pytest
+from conftest_runtime import doubling_shader
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from scenario_shaders import SHADERS, double
 
+import pyvgf
 from pyvgf import scenario
 from pyvgf.cli import main, scenario_runner_main
 from pyvgf.errors import ScenarioError, VGFError
@@ -166,7 +169,6 @@ def test_push_constants_on_cpu_are_refused_with_their_path(tmp_path: Path) -> No
         if "dims" in body and "src" in body:
             np.save(tmp_path / "in.npy", np.zeros(body["dims"], np.float32))
             body["src"] = "in.npy"
-    from scenario_shaders import SHADERS
 
     with pytest.raises(ScenarioError, match="push") as info:
         scenario.run(scenario.parse(doc, tmp_path), "cpu", shaders=SHADERS)
@@ -327,3 +329,37 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         assert "commands[1].dispatch_fragment: fragment pipelines are not supported" in proc.stderr
     bad = _cli("--scenario", str(tmp_path / "s.json"), "--repeat", "0", module="runner")
     assert bad.returncode == 1 and "repeat" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_one_graph_two_substitutions_on_cpu(tmp_path: Path) -> None:
+    """Two dispatches of one VGF (graph -> compute -> graph): the first substitutes its compute
+    module with shader "triple", the second runs the module's own stand-in; each is as pyvgf.load
+    runs the model with that stand-in."""
+    def triple(resources, workgroups) -> None:
+        src, dst = resources[(0, 0)].view(np.float32), resources[(0, 1)].view(np.float32)
+        dst[: workgroups[0]] = 3 * src[: workgroups[0]]
+
+    vgf = fixtures.model("runtime_segments")
+    doc = scenario.template(read(vgf), str(vgf))
+    (module,) = [m.name for m in read(vgf).modules if m.type.name == "COMPUTE"]
+    (tmp_path / "triple.spv").write_bytes(doubling_shader().astype("<u4").tobytes())  # code the cpu never runs
+    doc["resources"] = [r for r in doc["resources"] if "shader" not in r]
+    doc["resources"].append({"shader": {"uid": "triple", "src": "triple.spv", "type": "SPIR-V"}})
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2)]
+    for k, x in enumerate(inputs):
+        np.save(tmp_path / f"in{k}.npy", x)
+        doc["resources"][1 + k]["tensor"]["src"] = f"in{k}.npy"
+    first = doc["commands"][0]["dispatch_graph"]
+    first["shader_substitutions"] = [{"shader_ref": "triple", "target": module}]
+    second = copy.deepcopy(first)
+    second["shader_substitutions"] = []
+    doc["resources"].append({"tensor": {"uid": "out2", "dst": "out2.npy", "dims": [4, 8],
+                                        "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "writeonly"}})
+    second["bindings"][-1]["resource_ref"] = "out2"
+    doc["commands"].append({"dispatch_graph": second})
+    scenario.run(scenario.parse(doc, tmp_path), "cpu", shaders={"triple": triple, module: double})
+    for name, fn in (("TEMPLATE_PATH_TENSOR_OUTPUT_0", triple), ("out2.npy", double)):
+        with pyvgf.load(vgf, shaders={module: fn}) as model:
+            (want,) = model.run(inputs)
+        np.testing.assert_array_equal(np.load(tmp_path / name), want)

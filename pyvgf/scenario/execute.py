@@ -65,9 +65,9 @@ class _Substituting(Schedule):
     """The runtime's Schedule, with compute modules replaced by the scenario's shaders (by
     overriding the hook that gives each segment its shader module)."""
 
-    def __init__(self, vgf: VGF, device: hal.Device, modules: Mapping[str, hal.ShaderModule]):
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict, modules: Mapping[str, hal.ShaderModule]):
         self.substituted = dict(modules)
-        super().__init__(vgf, device, check(vgf))
+        super().__init__(vgf, device, plans)
 
     def _module(self, seg: Segment, modules: dict) -> hal.ShaderModule:
         if seg.type == ModuleType.COMPUTE:
@@ -114,6 +114,10 @@ class ScenarioRun:
         self.local = device.prefers_device_local
         self.stand_ins = dict(shaders or {})
         self.schedules: dict[str, Schedule] = {}
+        """The schedule of each dispatch_graph command, by its path (its shader substitutions
+        are its own); commands of one graph with the same substitutions share one."""
+        self.graphs: dict[str, Schedule] = {}
+        """The first schedule of each graph resource: its intermediates' descriptions."""
         self.resources: dict[object, hal.Tensor | hal.Buffer] = {}
         """Scenario tensors and buffers by uid, VGF intermediates by (graph uid, MRT index)."""
         self._plan_graphs()
@@ -152,22 +156,20 @@ class ScenarioRun:
         return True
 
     def _plan_graphs(self) -> None:
-        from ..format import read
-
+        checked: dict[str, tuple[VGF, dict]] = {}
+        shared: dict[tuple, Schedule] = {}
         for command in self.plan.commands:
-            if not isinstance(command, DispatchGraph) or command.graph in self.schedules:
+            if not isinstance(command, DispatchGraph):
                 continue
             graph = self.plan.resources[command.graph]
             assert isinstance(graph, GraphResource)
-            where = f"{graph.path}.src"
-            try:
-                vgf = read(graph.src)
-            except FileNotFoundError:
-                raise ScenarioError(f"{graph.src} does not exist", path=where) from None
-            except OSError as exc:
-                raise ScenarioError(f"cannot read {graph.src}: {exc.strerror or exc}", path=where) from None
-            except VGFError as exc:
-                raise _wrap(where, exc) from None
+            if command.graph not in checked:
+                checked[command.graph] = self._checked_vgf(graph)
+            vgf, plans = checked[command.graph]
+            key = (command.graph, tuple(sorted(command.substitutions.items())))
+            if key in shared:
+                self.schedules[command.path] = shared[key]
+                continue
             names = {m.name for m in vgf.modules if m.type == ModuleType.COMPUTE}
             for target in command.substitutions:
                 if target not in names:
@@ -179,13 +181,30 @@ class ScenarioRun:
                                         path=f"{command.path}.push_constants")
             modules = {t: self._shader_module(uid, t) for t, uid in command.substitutions.items()}
             try:
-                self.schedules[command.graph] = _Substituting(vgf, self.device, modules)
+                schedule = shared[key] = self.schedules[command.path] = _Substituting(vgf, self.device, plans, modules)
             except VGFError as exc:
                 raise _wrap(command.path, exc) from None
+            self.graphs.setdefault(command.graph, schedule)
+
+    @staticmethod
+    def _checked_vgf(graph: GraphResource) -> tuple[VGF, dict]:
+        """The VGF of a graph resource, checked whole (`runtime.check`), and its graph plans."""
+        from ..format import read
+
+        where = f"{graph.path}.src"
+        try:
+            vgf = read(graph.src)
+            return vgf, check(vgf)
+        except FileNotFoundError:
+            raise ScenarioError(f"{graph.src} does not exist", path=where) from None
+        except OSError as exc:
+            raise ScenarioError(f"cannot read {graph.src}: {exc.strerror or exc}", path=where) from None
+        except VGFError as exc:
+            raise _wrap(where, exc) from None
 
     def _interface(self, command: DispatchGraph) -> dict[int, str]:
         """MRT index -> scenario uid of every model input and output the command binds."""
-        vgf = self.schedules[command.graph].vgf
+        vgf = self.schedules[command.path].vgf
         slots = {}
         for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
             for k, slot in enumerate(entries):
@@ -195,7 +214,7 @@ class ScenarioRun:
             if b.id not in slots:
                 continue
             direction, k, mrt = slots[b.id]
-            self._check_interface(self.schedules[command.graph], mrt, b.resource, f"{direction} {k}", b.path)
+            self._check_interface(self.schedules[command.path], mrt, b.resource, f"{direction} {k}", b.path)
             found[mrt] = b.resource
         for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
             for k, slot in enumerate(entries):
@@ -222,7 +241,7 @@ class ScenarioRun:
 
     def _requirements(self, key) -> hal.MemoryRequirements:
         if isinstance(key, tuple):
-            return self.schedules[key[0]].requirements[key[1]]
+            return self.graphs[key[0]].requirements[key[1]]
         r = self.plan.resources[key]
         if isinstance(r, TensorResource):
             return self.device.get_tensor_memory_requirements(self._description(r))
@@ -249,7 +268,7 @@ class ScenarioRun:
             if not isinstance(command, DispatchGraph):
                 continue
             interface = self.interfaces[command.path] = self._interface(command)
-            schedule = self.schedules[command.graph]
+            schedule = self.schedules[command.path]
             alias: dict[int, object] = {}
             for mrt in schedule.used:
                 group = schedule.vgf.resources[mrt].alias_group_id
@@ -282,7 +301,7 @@ class ScenarioRun:
     def _create(self, key, memory: hal.DeviceMemory | None, offset: int) -> hal.Tensor | hal.Buffer:
         try:
             if isinstance(key, tuple):
-                schedule = self.schedules[key[0]]
+                schedule = self.graphs[key[0]]
                 desc = schedule.descriptions[key[1]]
                 label = f"{key[0]} MRT {key[1]}"
                 if schedule.is_tensor[key[1]]:
@@ -333,7 +352,7 @@ class ScenarioRun:
         return encoder.finish()
 
     def _record_graph(self, encoder: hal.CommandEncoder, command: DispatchGraph) -> None:
-        schedule = self.schedules[command.graph]
+        schedule = self.schedules[command.path]
         interface = self.interfaces[command.path]
         views = {}
         for n, plan in enumerate(schedule.segments):
