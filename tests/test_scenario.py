@@ -71,6 +71,8 @@ def test_inspect_scenario_template_folder_runs(vgf_model, tmp_path: Path) -> Non
 def _base(tmp_path: Path) -> dict:
     vgf = fixtures.model("add_f32")
     np.save(tmp_path / "a.npy", np.ones((1, 4, 4, 8), np.float32))
+    np.save(tmp_path / "flat.npy", np.ones(128, np.float32))
+    np.save(tmp_path / "int8.npy", np.ones((1, 4, 4, 8), np.int8))
     tensor = {"dims": [1, 4, 4, 8], "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "readonly"}
     return {
         "resources": [
@@ -132,8 +134,12 @@ def _edit(doc: dict, path: str, value) -> dict:
     ("commands[0].dispatch_graph.bindings[2].resource_ref", "m", "commands[0].dispatch_graph.bindings[2]",
      "names no tensor or buffer"),
     ("commands[0].dispatch_graph.bindings[2].id", 1, "commands[0].dispatch_graph.bindings[2]", "bound twice"),
-    ("commands[0].dispatch_graph.bindings[2].id", 7, "commands[0].dispatch_graph.bindings",
+    ("commands[0].dispatch_graph.bindings[2].id", 7, "commands[0].dispatch_graph.bindings[2]",
+     "binding id 7 is none of the VGF's input and output bindings"),
+    ("commands[0].dispatch_graph.bindings[2]", KeyError, "commands[0].dispatch_graph.bindings",
      "binds nothing to the VGF's output 0"),
+    ("resources[1].tensor.src", "flat.npy", "resources[1].tensor.src", "an array of shape [128]"),
+    ("resources[1].tensor.src", "int8.npy", "resources[1].tensor.src", "128 bytes of data, 'a' takes 512"),
     ("commands[0].dispatch_graph.bindings[1]", KeyError, "commands[0].dispatch_graph.bindings",
      "binds nothing to the VGF's input 1"),
     ("commands[0].dispatch_graph.implicit_barrier", "yes", "commands[0].dispatch_graph.implicit_barrier",

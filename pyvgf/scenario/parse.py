@@ -166,6 +166,8 @@ class ScenarioPlan:
     """A parsed, checked scenario: resources by uid (in file order) and the commands in order."""
 
     file: Path | None
+    output: Path
+    """Where relative `dst` paths go."""
     resources: dict[str, Resource]
     commands: tuple[Command, ...]
 
@@ -516,7 +518,8 @@ def parse(data: Any, base: str | os.PathLike = ".", output: str | os.PathLike | 
     (default: `base`), as scenario_runner's do.
     """
     base = Path(base)
-    parser = _Parser(base, Path(output) if output is not None else base)
+    output = Path(output) if output is not None else base
+    parser = _Parser(base, output)
     root = _Obj(data, "scenario", ("resources", "commands"))
     items = root.get("resources", _array(lambda v, p: v))
     resources: dict[str, Resource] = {}
@@ -549,7 +552,7 @@ def parse(data: Any, base: str | os.PathLike = ".", output: str | os.PathLike | 
                     raise ScenarioError(f"shader_ref {uid!r} of target {target!r} names no shader resource",
                                         path=f"{r.path}.shader_substitutions")
     commands = _commands(root.get("commands", _array(lambda v, p: v)), resources)
-    return ScenarioPlan(file, resources, commands)
+    return ScenarioPlan(file, output, resources, commands)
 
 
 def load(path: str | os.PathLike, output: str | os.PathLike | None = None) -> ScenarioPlan:
