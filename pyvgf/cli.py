@@ -369,8 +369,6 @@ def _scenario(args: argparse.Namespace) -> int:
         shaders.update(runpy.run_path(module).get("SHADERS", {}))
     output = Path(args.output) if args.output else Path(path).parent
     plan = scenario.load(path, output)
-    if not args.dry_run:
-        output.mkdir(parents=True, exist_ok=True)
     result = scenario.run(plan, args.backend, repeat=args.repeat, dry_run=args.dry_run,
                           profiling_dump_path=args.profiling_dump_path, shaders=shaders)
     for out in result.outputs:

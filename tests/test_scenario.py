@@ -13,10 +13,14 @@ from pathlib import Path
 import fixtures  # tools/fixtures.py
 import numpy as np
 import pytest
+from conftest_runtime import doubling_shader
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
+from scenario_shaders import SHADERS, double
 
+import pyvgf
 from pyvgf import scenario
+from pyvgf.cli import main, scenario_runner_main
 from pyvgf.errors import ScenarioError, VGFError
 from pyvgf.format import read
 
@@ -67,6 +71,8 @@ def test_inspect_scenario_template_folder_runs(vgf_model, tmp_path: Path) -> Non
 def _base(tmp_path: Path) -> dict:
     vgf = fixtures.model("add_f32")
     np.save(tmp_path / "a.npy", np.ones((1, 4, 4, 8), np.float32))
+    np.save(tmp_path / "flat.npy", np.ones(128, np.float32))
+    np.save(tmp_path / "int8.npy", np.ones((1, 4, 4, 8), np.int8))
     tensor = {"dims": [1, 4, 4, 8], "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "readonly"}
     return {
         "resources": [
@@ -128,8 +134,12 @@ def _edit(doc: dict, path: str, value) -> dict:
     ("commands[0].dispatch_graph.bindings[2].resource_ref", "m", "commands[0].dispatch_graph.bindings[2]",
      "names no tensor or buffer"),
     ("commands[0].dispatch_graph.bindings[2].id", 1, "commands[0].dispatch_graph.bindings[2]", "bound twice"),
-    ("commands[0].dispatch_graph.bindings[2].id", 7, "commands[0].dispatch_graph.bindings",
+    ("commands[0].dispatch_graph.bindings[2].id", 7, "commands[0].dispatch_graph.bindings[2]",
+     "binding id 7 is none of the VGF's input and output bindings"),
+    ("commands[0].dispatch_graph.bindings[2]", KeyError, "commands[0].dispatch_graph.bindings",
      "binds nothing to the VGF's output 0"),
+    ("resources[1].tensor.src", "flat.npy", "resources[1].tensor.src", "an array of shape [128]"),
+    ("resources[1].tensor.src", "int8.npy", "resources[1].tensor.src", "128 bytes of data, 'a' takes 512"),
     ("commands[0].dispatch_graph.bindings[1]", KeyError, "commands[0].dispatch_graph.bindings",
      "binds nothing to the VGF's input 1"),
     ("commands[0].dispatch_graph.implicit_barrier", "yes", "commands[0].dispatch_graph.implicit_barrier",
@@ -142,7 +152,7 @@ def _edit(doc: dict, path: str, value) -> dict:
     ("resources[1].tensor.memory_group", {"id": "g1", "offset": 3}, "resources[1].tensor", "not a multiple of"),
     ("resources[5]", {"buffer": {"uid": "huge", "size": 2**32 - 1, "shader_access": "readonly",
                                  "memory_group": {"id": "h", "offset": 2**62}}}, "resources[5].buffer",
-     "more than this machine's memory"),
+     "more than pyvgf's memory budget"),
 ])
 def test_errors_name_the_json_path(tmp_path: Path, path: str, value, where: str, message: str) -> None:
     doc = _edit(_base(tmp_path), path, value)
@@ -165,7 +175,6 @@ def test_push_constants_on_cpu_are_refused_with_their_path(tmp_path: Path) -> No
         if "dims" in body and "src" in body:
             np.save(tmp_path / "in.npy", np.zeros(body["dims"], np.float32))
             body["src"] = "in.npy"
-    from scenario_shaders import SHADERS
 
     with pytest.raises(ScenarioError, match="push") as info:
         scenario.run(scenario.parse(doc, tmp_path), "cpu", shaders=SHADERS)
@@ -241,7 +250,7 @@ def _mutated(draw, base: dict) -> dict:
     return doc
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzzed_scenarios_give_clear_errors(tmp_path: Path, data) -> None:
     """Mutated documents: a ScenarioError naming a JSON path, or a run whose errors are pyvgf's."""
@@ -261,7 +270,7 @@ def test_fuzzed_scenarios_give_clear_errors(tmp_path: Path, data) -> None:
         event(f"refused by the run: {type(exc).__name__}")
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.data())
 def test_fuzzed_scenario_bytes_give_clear_errors(tmp_path: Path, data) -> None:
     """Mutated bytes of the JSON text (absolute paths: the files exist) through fuzz_target, the
@@ -300,9 +309,9 @@ def _cli(*args: str, module: str = "pyvgf") -> subprocess.CompletedProcess:
 
 def test_scenario_runner_flags(tmp_path: Path) -> None:
     (tmp_path / "s.json").write_text(json.dumps(_base(tmp_path)))
-    dry = _cli("--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "dry"), "--dry-run", module="runner")
-    assert dry.returncode == 0, dry.stderr
-    assert not (tmp_path / "dry" / "c.npy").exists()
+    assert scenario_runner_main(["--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "dry"),
+                                 "--dry-run"]) == 0
+    assert list((tmp_path / "dry").iterdir()) == []
     profile = tmp_path / "profile.json"
     run = _cli("--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "out"), "--repeat", "3",
                "--profiling-dump-path", str(profile), module="runner")
@@ -312,8 +321,8 @@ def test_scenario_runner_flags(tmp_path: Path) -> None:
     runs = [e for e in doc["traceEvents"] if e.get("cat") == "run"]
     assert [e["args"]["run"] for e in runs] == [0, 1, 2] and all(e["dur"] >= 0 for e in runs)
     assert doc["otherData"]["backend"] == "cpu" and "setup" in doc["otherData"]["note"]
-    same = _cli("scenario", "--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "o2"))
-    assert same.returncode == 0 and (tmp_path / "o2" / "c.npy").is_file()
+    assert main(["scenario", "--scenario", str(tmp_path / "s.json"), "--output", str(tmp_path / "o2")]) == 0
+    assert (tmp_path / "o2" / "c.npy").is_file()
 
 
 def test_cli_errors_are_one_line(tmp_path: Path) -> None:
@@ -326,3 +335,37 @@ def test_cli_errors_are_one_line(tmp_path: Path) -> None:
         assert "commands[1].dispatch_fragment: fragment pipelines are not supported" in proc.stderr
     bad = _cli("--scenario", str(tmp_path / "s.json"), "--repeat", "0", module="runner")
     assert bad.returncode == 1 and "repeat" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_one_graph_two_substitutions_on_cpu(tmp_path: Path) -> None:
+    """Two dispatches of one VGF (graph -> compute -> graph): the first substitutes its compute
+    module with shader "triple", the second runs the module's own stand-in; each is as pyvgf.load
+    runs the model with that stand-in."""
+    def triple(resources, workgroups) -> None:
+        src, dst = resources[(0, 0)].view(np.float32), resources[(0, 1)].view(np.float32)
+        dst[: workgroups[0]] = 3 * src[: workgroups[0]]
+
+    vgf = fixtures.model("runtime_segments")
+    doc = scenario.template(read(vgf), str(vgf))
+    (module,) = [m.name for m in read(vgf).modules if m.type.name == "COMPUTE"]
+    (tmp_path / "triple.spv").write_bytes(doubling_shader().astype("<u4").tobytes())  # code the cpu never runs
+    doc["resources"] = [r for r in doc["resources"] if "shader" not in r]
+    doc["resources"].append({"shader": {"uid": "triple", "src": "triple.spv", "type": "SPIR-V"}})
+    rng = np.random.default_rng(1)
+    inputs = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2)]
+    for k, x in enumerate(inputs):
+        np.save(tmp_path / f"in{k}.npy", x)
+        doc["resources"][1 + k]["tensor"]["src"] = f"in{k}.npy"
+    first = doc["commands"][0]["dispatch_graph"]
+    first["shader_substitutions"] = [{"shader_ref": "triple", "target": module}]
+    second = copy.deepcopy(first)
+    second["shader_substitutions"] = []
+    doc["resources"].append({"tensor": {"uid": "out2", "dst": "out2.npy", "dims": [4, 8],
+                                        "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "writeonly"}})
+    second["bindings"][-1]["resource_ref"] = "out2"
+    doc["commands"].append({"dispatch_graph": second})
+    scenario.run(scenario.parse(doc, tmp_path), "cpu", shaders={"triple": triple, module: double})
+    for name, fn in (("TEMPLATE_PATH_TENSOR_OUTPUT_0", triple), ("out2.npy", double)):
+        with pyvgf.load(vgf, shaders={module: fn}) as model:
+            (want,) = model.run(inputs)
+        np.testing.assert_array_equal(np.load(tmp_path / name), want)

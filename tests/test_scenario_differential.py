@@ -9,10 +9,11 @@ dispatches in order.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import fixtures  # tools/fixtures.py
@@ -24,6 +25,7 @@ from conftest_vulkan import require_vulkan
 from scenario_shaders import double
 
 from pyvgf import scenario
+from pyvgf.cli import main
 from pyvgf.errors import ScenarioError
 from pyvgf.format import read
 
@@ -40,11 +42,13 @@ def _reference(scenario_json: Path, out: Path) -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def _pyvgf(scenario_json: Path, out: Path, backend: str, *extra: str) -> None:
-    cmd = [sys.executable, "-m", "pyvgf", "scenario", str(scenario_json), "--output", str(out), "--backend", backend,
-           *extra]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=600, cwd=ROOT)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+def _pyvgf(*args: str) -> str:
+    """`pyvgf ARGS` in this process (the CLI's code, without a new interpreter's start-up)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        status = main(list(args))
+    assert status == 0, err.getvalue()
+    return out.getvalue()
 
 
 def _files(folder: Path) -> dict[str, np.ndarray]:
@@ -85,10 +89,7 @@ def _fill_inputs(folder: Path, scenario_json: Path, seed: int) -> None:
 
 
 def _template(vgf: Path, folder: Path, seed: int = 0) -> Path:
-    proc = subprocess.run([sys.executable, "-m", "pyvgf", "inspect", str(vgf), "--scenario-template", str(folder)],
-                          check=False, capture_output=True, text=True, cwd=ROOT)
-    assert proc.returncode == 0, proc.stderr
-    scenario_json = Path(proc.stdout.strip())
+    scenario_json = Path(_pyvgf("inspect", str(vgf), "--scenario-template", str(folder)).strip())
     _fill_inputs(folder, scenario_json, seed)
     return scenario_json
 
@@ -98,13 +99,19 @@ def _differ(scenario_json: Path, tmp_path: Path, backends=("cpu", "vulkan"), exa
     _reference(scenario_json, tmp_path / "ref")
     ref = _files(tmp_path / "ref")
     for backend in backends:
-        _pyvgf(scenario_json, tmp_path / backend, backend, *kwargs.get(backend, ()))
+        _pyvgf("scenario", str(scenario_json), "--output", str(tmp_path / backend), "--backend", backend,
+               *kwargs.get(backend, ()))
         _assert_same(ref, _files(tmp_path / backend), exact_floats)
     return ref
 
 
-@pytest.mark.parametrize("name", ["add_f32", "runtime_int8", "runtime_int16", "runtime_multi_io", "runtime_bool",
-                                  "runtime_int32", "spirv_int8_conv_rescale"])
+QUICK = ["add_f32", "runtime_int8", "runtime_bool", "runtime_bf16"]
+"""Generated models checked in the default suite; the rest are `slow` (seconds each on 2 cores)."""
+MORE = ["runtime_int16", "runtime_multi_io", "runtime_int32", "spirv_int8_conv_rescale", "runtime_fp16",
+        "runtime_int64", "runtime_constants"]
+
+
+@pytest.mark.parametrize("name", QUICK + [pytest.param(n, marks=pytest.mark.slow) for n in MORE])
 def test_template_of_generated_model(vgf_model, tmp_path: Path, name: str) -> None:
     folder = tmp_path / "scenario"
     scenario_json = _template(vgf_model(name), folder)
@@ -284,3 +291,61 @@ def test_glsl_module_on_vulkan_is_an_error_naming_the_command(vgf_model, tmp_pat
     with pytest.raises(ScenarioError, match="GLSL source") as info:
         scenario.run(scenario.load(scenario_json, tmp_path / "out"), "vulkan")
     assert info.value.path == "commands[0].dispatch_graph"
+
+
+def _edge(folder: Path, case: str) -> Path:
+    """add_f32 and the doubling shader, with one thing at the edge of what scenario_runner takes."""
+    add = fixtures.model("add_f32")
+    (folder / "double.spv").write_bytes(doubling_shader().astype("<u4").tobytes())
+    arrays = {"a": np.ones((1, 4, 4, 8), np.float32), "a_i32": np.ones((1, 4, 4, 8), np.int32),
+              "a_flat": np.ones(128, np.float32), "x": np.ones((4, 32), np.float32), "x_short": np.ones(64, np.float32)}
+    for name, array in arrays.items():
+        np.save(folder / f"{name}.npy", array)
+    tensor = {"dims": [1, 4, 4, 8], "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "readwrite"}
+    a_src = {"int32_src": "a_i32.npy", "flat_src": "a_flat.npy"}.get(case, "a.npy")
+    bindings = [{"set": 0, "id": i, "resource_ref": r} for i, r in enumerate("abc")]
+    if case == "unknown_binding_id":
+        bindings.append({"set": 0, "id": 9, "resource_ref": "a"})
+    doc = {
+        "resources": [
+            {"graph": {"uid": "g", "src": str(add)}},
+            {"shader": {"uid": "double", "src": "double.spv", "type": "SPIR-V"}},
+            {"tensor": {"uid": "a", "src": a_src, **tensor}},
+            {"tensor": {"uid": "b", "src": "a.npy", **tensor}},
+            {"tensor": {"uid": "c", "dst": "c.npy", **tensor}},
+            {"buffer": {"uid": "x", "size": 512, "src": "x_short.npy" if case == "buffer_src_short" else "x.npy",
+                        "shader_access": "readonly"}},
+            {"buffer": {"uid": "y", "size": 512, "dst": "y.npy", "shader_access": "writeonly"}},
+        ],
+        "commands": [
+            {"dispatch_graph": {"graph_ref": "g", "bindings": bindings}},
+            {"dispatch_compute": {"shader_ref": "double", "rangeND": [128],
+                                  "bindings": [{"set": 0, "id": 0, "resource_ref": "x"},
+                                               {"set": 0, "id": 1, "resource_ref": "y"}]}},
+        ],
+    }
+    path = folder / "scenario.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+@pytest.mark.parametrize(("case", "accepted"), [("plain", True), ("int32_src", True), ("flat_src", False),
+                                                ("buffer_src_short", False), ("unknown_binding_id", False)])
+def test_what_scenario_runner_accepts(tmp_path: Path, case: str, accepted: bool) -> None:
+    """Both accept or both refuse: a tensor's .npy of another dtype of the same size is taken
+    (bytes are copied), one of another shape is not; a buffer's bytes must fill it; a binding id
+    that is no model input or output is an error."""
+    require_vulkan()
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    scenario_json = _edge(folder, case)
+    cmd, env = references.scenario_command(scenario_json, tmp_path / "ref")
+    proc = subprocess.run(cmd, check=False, env=env, capture_output=True, text=True, timeout=600)
+    assert (proc.returncode == 0) == accepted, proc.stdout + proc.stderr
+    plan = scenario.load(scenario_json, tmp_path / "cpu")
+    if accepted:
+        scenario.run(plan, "cpu", shaders={"double": double})
+        _assert_same(_files(tmp_path / "ref"), _files(tmp_path / "cpu"), exact_floats=True)
+    else:
+        with pytest.raises(ScenarioError):
+            scenario.run(plan, "cpu", shaders={"double": double})

@@ -6,7 +6,8 @@
 
 Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of shared/fixtures/real,
 model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
-mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py). `--jobs N`
+mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py); the scenario
+target mutates the bytes of scenario files naming such fixtures (scenario_seeds). `--jobs N`
 splits each target's cases over N workers. Prints, per target: cases by outcome, failures
 (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
 workers' peak resident memory; exits 1 when there was a failure.
@@ -48,7 +49,69 @@ def spirv_seeds() -> list[bytes]:
     return [make().to_bytes() for make in GRAPHS.values()]
 
 
+def scenario_seeds() -> list[bytes]:
+    """Scenario files naming real files by absolute path (written once to the fixture cache): the
+    vgf_dump templates of fixtures with their inputs, and one with memory groups and barriers."""
+    import fixtures
+    import numpy as np
+
+    from pyvgf.format import read
+    from pyvgf.format.model import numpy_dtype
+    from pyvgf.scenario import template
+    from pyvgf.scenario.parse import FORMATS
+
+    folder = fixtures.CACHE / "scenario-seeds"
+    folder.mkdir(parents=True, exist_ok=True)
+    seeds = []
+    for name in ("add_f32", "runtime_int8", "runtime_multi_io", "runtime_segments"):
+        vgf = fixtures.model(name)
+        doc = template(read(vgf), str(vgf))
+        for entry in doc["resources"]:
+            ((kind, body),) = entry.items()
+            if kind in ("tensor", "buffer") and "src" in body:
+                if kind == "buffer":
+                    array = np.ones(body["size"], np.int8)
+                else:
+                    array = np.ones(body["dims"], numpy_dtype(FORMATS[body["format"]]))
+                path = folder / f"{name}-{body['uid']}.npy"
+                np.save(path, array)
+                body["src"] = str(path)
+            elif kind == "shader":
+                path = folder / f"{name}-{body['uid']}.spv"
+                path.write_bytes(np.asarray(read(vgf).modules[int(body["uid"].split("_")[1])].code, "<u4").tobytes())
+                body["src"] = str(path)
+        seeds.append(json.dumps(doc, indent=1).encode())
+    add = str(fixtures.model("add_f32"))
+    tensor = {"dims": [1, 4, 4, 8], "format": "VK_FORMAT_R32_SFLOAT", "shader_access": "readwrite"}
+    np.save(folder / "ones.npy", np.ones((1, 4, 4, 8), np.float32))
+    ones = str(folder / "ones.npy")
+    seeds.append(json.dumps({
+        "resources": [
+            {"graph": {"uid": "g", "src": add}},
+            {"tensor": {"uid": "a", "src": ones, **tensor}},
+            {"tensor": {"uid": "b", "src": ones, **tensor, "memory_group": {"id": "m", "offset": 0}}},
+            {"buffer": {"uid": "bb", "size": 512, "shader_access": "readwrite", "memory_group": {"id": "m"}}},
+            {"tensor": {"uid": "c", "dst": "c.npy", **tensor}},
+            {"memory_barrier": {"uid": "mb", "src_access": "graph_write", "dst_access": "graph_read"}},
+            {"buffer_barrier": {"uid": "bar", "buffer_resource": "bb", "size": 512, "offset": 0,
+                                "src_access": "graph_write", "dst_access": "memory_read"}},
+        ],
+        "commands": [
+            {"dispatch_graph": {"graph_ref": "g", "bindings": [{"set": 0, "id": i, "resource_ref": r}
+                                                               for i, r in enumerate("abc")]}},
+            {"dispatch_barrier": {"memory_barrier_refs": ["mb"], "buffer_barrier_refs": ["bar"],
+                                  "image_barrier_refs": []}},
+            {"dispatch_vgf": {"graph_ref": "g", "implicit_barrier": False,
+                              "bindings": [{"set": 0, "id": i, "resource_ref": r} for i, r in enumerate("cbc")]}},
+            {"mark_boundary": {"resources": ["c"]}},
+        ],
+    }, indent=1).encode())
+    return seeds
+
+
 def seeds_for(target: str) -> list[bytes]:
+    if target == "scenario":
+        return scenario_seeds()
     return spirv_seeds() if target.startswith("spirv") else vgf_seeds()
 
 

@@ -14,7 +14,6 @@ bfloat16 as `V2` bytes; buffers as int8 bytes), in file order.
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +24,8 @@ import numpy as np
 from .. import hal
 from ..errors import HalError, ScenarioError, VGFError
 from ..format.model import NO_INDEX, VGF, ModuleType, Segment
+from ..limits import memory_budget
+from ..runtime.check import check
 from ..runtime.schedule import Schedule
 from .parse import (
     BufferResource,
@@ -51,14 +52,6 @@ def _wrap(path: str, exc: VGFError) -> ScenarioError:
     return ScenarioError(f"{type(exc).__name__}: {exc}", path=path)
 
 
-def _memory_limit() -> int:
-    """The machine's physical memory in bytes: no scenario may ask for more."""
-    try:
-        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
-    except (ValueError, OSError, AttributeError):
-        return 2**40
-
-
 def _npy(path: Path, where: str) -> np.ndarray:
     try:
         return np.load(path, allow_pickle=False)
@@ -72,16 +65,16 @@ class _Substituting(Schedule):
     """The runtime's Schedule, with compute modules replaced by the scenario's shaders (by
     overriding the hook that gives each segment its shader module)."""
 
-    def __init__(self, vgf: VGF, device: hal.Device, modules: Mapping[str, hal.ShaderModule]):
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict, modules: Mapping[str, hal.ShaderModule]):
         self.substituted = dict(modules)
-        super().__init__(vgf, device)
+        super().__init__(vgf, device, plans)
 
-    def _module(self, seg: Segment, modules: dict, where: str) -> hal.ShaderModule:
-        if seg.type == ModuleType.COMPUTE and 0 <= seg.module_index < len(self.vgf.modules):
+    def _module(self, seg: Segment, modules: dict) -> hal.ShaderModule:
+        if seg.type == ModuleType.COMPUTE:
             found = self.substituted.get(self.vgf.modules[seg.module_index].name)
             if found is not None:
                 return found
-        return super()._module(seg, modules, where)
+        return super()._module(seg, modules)
 
 
 @dataclass
@@ -121,6 +114,10 @@ class ScenarioRun:
         self.local = device.prefers_device_local
         self.stand_ins = dict(shaders or {})
         self.schedules: dict[str, Schedule] = {}
+        """The schedule of each dispatch_graph command, by its path (its shader substitutions
+        are its own); commands of one graph with the same substitutions share one."""
+        self.graphs: dict[str, Schedule] = {}
+        """The first schedule of each graph resource: its intermediates' descriptions."""
         self.resources: dict[object, hal.Tensor | hal.Buffer] = {}
         """Scenario tensors and buffers by uid, VGF intermediates by (graph uid, MRT index)."""
         self._plan_graphs()
@@ -159,22 +156,20 @@ class ScenarioRun:
         return True
 
     def _plan_graphs(self) -> None:
-        from ..format import read
-
+        checked: dict[str, tuple[VGF, dict]] = {}
+        shared: dict[tuple, Schedule] = {}
         for command in self.plan.commands:
-            if not isinstance(command, DispatchGraph) or command.graph in self.schedules:
+            if not isinstance(command, DispatchGraph):
                 continue
             graph = self.plan.resources[command.graph]
             assert isinstance(graph, GraphResource)
-            where = f"{graph.path}.src"
-            try:
-                vgf = read(graph.src)
-            except FileNotFoundError:
-                raise ScenarioError(f"{graph.src} does not exist", path=where) from None
-            except OSError as exc:
-                raise ScenarioError(f"cannot read {graph.src}: {exc.strerror or exc}", path=where) from None
-            except VGFError as exc:
-                raise _wrap(where, exc) from None
+            if command.graph not in checked:
+                checked[command.graph] = self._checked_vgf(graph)
+            vgf, plans = checked[command.graph]
+            key = (command.graph, tuple(sorted(command.substitutions.items())))
+            if key in shared:
+                self.schedules[command.path] = shared[key]
+                continue
             names = {m.name for m in vgf.modules if m.type == ModuleType.COMPUTE}
             for target in command.substitutions:
                 if target not in names:
@@ -186,13 +181,30 @@ class ScenarioRun:
                                         path=f"{command.path}.push_constants")
             modules = {t: self._shader_module(uid, t) for t, uid in command.substitutions.items()}
             try:
-                self.schedules[command.graph] = _Substituting(vgf, self.device, modules)
+                schedule = shared[key] = self.schedules[command.path] = _Substituting(vgf, self.device, plans, modules)
             except VGFError as exc:
                 raise _wrap(command.path, exc) from None
+            self.graphs.setdefault(command.graph, schedule)
+
+    @staticmethod
+    def _checked_vgf(graph: GraphResource) -> tuple[VGF, dict]:
+        """The VGF of a graph resource, checked whole (`runtime.check`), and its graph plans."""
+        from ..format import read
+
+        where = f"{graph.path}.src"
+        try:
+            vgf = read(graph.src)
+            return vgf, check(vgf)
+        except FileNotFoundError:
+            raise ScenarioError(f"{graph.src} does not exist", path=where) from None
+        except OSError as exc:
+            raise ScenarioError(f"cannot read {graph.src}: {exc.strerror or exc}", path=where) from None
+        except VGFError as exc:
+            raise _wrap(where, exc) from None
 
     def _interface(self, command: DispatchGraph) -> dict[int, str]:
         """MRT index -> scenario uid of every model input and output the command binds."""
-        vgf = self.schedules[command.graph].vgf
+        vgf = self.schedules[command.path].vgf
         slots = {}
         for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
             for k, slot in enumerate(entries):
@@ -200,9 +212,10 @@ class ScenarioRun:
         found: dict[int, str] = {}
         for b in command.bindings:
             if b.id not in slots:
-                continue
+                raise ScenarioError(f"binding id {b.id} is none of the VGF's input and output bindings "
+                                    f"({sorted(slots)})", path=b.path)
             direction, k, mrt = slots[b.id]
-            self._check_interface(self.schedules[command.graph], mrt, b.resource, f"{direction} {k}", b.path)
+            self._check_interface(self.schedules[command.path], mrt, b.resource, f"{direction} {k}", b.path)
             found[mrt] = b.resource
         for direction, entries in (("input", vgf.sequence.inputs), ("output", vgf.sequence.outputs)):
             for k, slot in enumerate(entries):
@@ -229,7 +242,7 @@ class ScenarioRun:
 
     def _requirements(self, key) -> hal.MemoryRequirements:
         if isinstance(key, tuple):
-            return self.schedules[key[0]].requirements[key[1]]
+            return self.graphs[key[0]].requirements[key[1]]
         r = self.plan.resources[key]
         if isinstance(r, TensorResource):
             return self.device.get_tensor_memory_requirements(self._description(r))
@@ -256,7 +269,7 @@ class ScenarioRun:
             if not isinstance(command, DispatchGraph):
                 continue
             interface = self.interfaces[command.path] = self._interface(command)
-            schedule = self.schedules[command.graph]
+            schedule = self.schedules[command.path]
             alias: dict[int, object] = {}
             for mrt in schedule.used:
                 group = schedule.vgf.resources[mrt].alias_group_id
@@ -266,24 +279,30 @@ class ScenarioRun:
                     union.join(key, alias.setdefault(group, key))
         groups_sizes = [(members, max(union.offset[k] + self._requirements(k).size for k in members))
                         for members in union.groups()]
-        total, limit = sum(size for _, size in groups_sizes), _memory_limit()
+        total, limit = sum(size for _, size in groups_sizes), memory_budget()
         if total > limit:
             members, size = max(groups_sizes, key=lambda g: g[1])
             key = members[0]
             where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
-            raise ScenarioError(f"the scenario's resources need {total} bytes, more than this machine's memory "
-                                f"({limit}); the largest, {size} bytes, is here", path=where)
+            raise ScenarioError(f"the scenario's resources need {total} bytes, more than pyvgf's memory budget "
+                                f"({limit}, pyvgf.limits); the largest, {size} bytes, is here", path=where)
         for members, size in groups_sizes:
             memory = None
-            if len(members) > 1 or union.offset[members[0]]:
-                memory = self.device.allocate_memory(size, label=f"memory of {members[0]!s}", device_local=self.local)
-            for key in members:
-                self.resources[key] = self._create(key, memory, union.offset[key])
+            try:
+                if len(members) > 1 or union.offset[members[0]]:
+                    memory = self.device.allocate_memory(size, label=f"memory of {members[0]!s}",
+                                                         device_local=self.local)
+                for key in members:
+                    self.resources[key] = self._create(key, memory, union.offset[key])
+            except MemoryError:
+                key = members[0]
+                where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
+                raise ScenarioError(f"out of memory allocating {size} bytes", path=where) from None
 
     def _create(self, key, memory: hal.DeviceMemory | None, offset: int) -> hal.Tensor | hal.Buffer:
         try:
             if isinstance(key, tuple):
-                schedule = self.schedules[key[0]]
+                schedule = self.graphs[key[0]]
                 desc = schedule.descriptions[key[1]]
                 label = f"{key[0]} MRT {key[1]}"
                 if schedule.is_tensor[key[1]]:
@@ -334,7 +353,7 @@ class ScenarioRun:
         return encoder.finish()
 
     def _record_graph(self, encoder: hal.CommandEncoder, command: DispatchGraph) -> None:
-        schedule = self.schedules[command.graph]
+        schedule = self.schedules[command.path]
         interface = self.interfaces[command.path]
         views = {}
         for n, plan in enumerate(schedule.segments):
@@ -412,20 +431,20 @@ class ScenarioRun:
             where = f"{r.path}.src"
             nbytes = int(np.prod(res.shape)) * res.dtype.itemsize if isinstance(res, hal.Tensor) else res.size
             if r.src is not None:
-                raw = np.ascontiguousarray(_npy(r.src, where)).reshape(-1).view(np.uint8)
+                data = _npy(r.src, where)
+                if isinstance(res, hal.Tensor) and data.shape != res.shape:
+                    raise ScenarioError(f"{r.src} holds an array of shape {list(data.shape)}, tensor {uid!r} "
+                                        f"is {res.description}", path=where)
+                raw = np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+                if raw.size != nbytes:
+                    raise ScenarioError(f"{r.src} holds {raw.size} bytes of data, {uid!r} takes {nbytes}", path=where)
             elif res.memory is None:
                 raw = np.zeros(nbytes, np.uint8)
             else:
                 continue
             if isinstance(res, hal.Tensor):
-                if raw.size != nbytes:
-                    raise ScenarioError(f"{r.src} holds {raw.size} bytes of data, tensor {uid!r} ({res.description}) "
-                                        f"takes {nbytes}", path=where)
                 queue.write_tensor(res, raw.view(res.dtype).reshape(res.shape))
             else:
-                if raw.size > res.size:
-                    raise ScenarioError(f"{r.src} holds {raw.size} bytes of data, buffer {uid!r} has {res.size}",
-                                        path=where)
                 queue.write_buffer(res, raw)
 
     def run(self, repeat: int = 1) -> list[tuple[float, float]]:
@@ -476,13 +495,17 @@ class ScenarioResult:
 def run(plan: ScenarioPlan, backend: str = "cpu", *, repeat: int = 1, dry_run: bool = False,
         profiling_dump_path: str | Path | None = None, shaders: Mapping[str, hal.PythonShader] | None = None,
         adapter_options: Mapping[str, object] | None = None) -> ScenarioResult:
-    """Run a scenario plan on `backend` as `scenario_runner --repeat N [--dry-run]` does: set up,
-    upload the `src` data, run the commands `repeat` times, write each `dst`. `dry_run` sets
+    """Run a scenario plan on `backend` as `scenario_runner --repeat N [--dry-run]` does: make the
+    output folder, set up, upload the `src` data, run the commands `repeat` times, write each `dst`. `dry_run` sets
     everything up and runs and writes nothing. `shaders` are Python stand-ins for compute shaders
     on the cpu backend, by shader uid or VGF module name."""
     if repeat < 1:
         raise ScenarioError(f"the repeat count must be at least 1, got {repeat}")
     start = time.perf_counter()
+    try:
+        plan.output.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ScenarioError(f"cannot make the output folder {plan.output}: {exc.strerror or exc}") from None
     adapter = hal.request_adapter(backend, **(adapter_options or {}))
     try:
         device = adapter.request_device(shaders=shaders)

@@ -41,8 +41,7 @@ UNSUPPORTED_COMMANDS = {
     "dispatch_spirv_graph": "SPIR-V-only graphs (dispatch_graph of a VGF is supported)",
     "dispatch_data_graph": "SPIR-V-only graphs (dispatch_graph of a VGF is supported)",
 }
-GRAPH_COMMANDS = ("dispatch_graph", "dispatch_vgf")
-"""The VGF dispatch: scenario_runner 0.11 prefers the name dispatch_vgf, dispatch_graph still works."""
+
 
 
 # -- the plan ---------------------------------------------------------------------------------
@@ -167,6 +166,8 @@ class ScenarioPlan:
     """A parsed, checked scenario: resources by uid (in file order) and the commands in order."""
 
     file: Path | None
+    output: Path
+    """Where relative `dst` paths go."""
     resources: dict[str, Resource]
     commands: tuple[Command, ...]
 
@@ -414,67 +415,81 @@ def _bindings(value: Any, path: str) -> tuple[Binding, ...]:
     return tuple(result)
 
 
+def _dispatch_graph(obj: _Obj, resources: dict[str, Resource]) -> DispatchGraph:
+    graph = _ref(resources, obj, "graph_ref", GraphResource)
+    pushes: dict[str, str] = {}
+    for i, item in enumerate(obj.get("push_constants", _array(lambda v, p: v), [])):
+        pc = _Obj(item, f"{obj.at('push_constants')}[{i}]", ("push_data_ref", "shader_target"))
+        target = pc.get("shader_target", _uid)
+        if target in pushes:
+            raise ScenarioError(f"shader target {target!r} gets push constants twice", path=pc.path)
+        pushes[target] = _ref(resources, pc, "push_data_ref", RawData).uid
+    subs = {**graph.substitutions, **obj.get("shader_substitutions", _substitutions, {})}
+    for target, uid in subs.items():
+        if not isinstance(resources.get(uid), ShaderResource):
+            raise ScenarioError(f"shader_ref {uid!r} of target {target!r} names no shader resource",
+                                path=obj.at("shader_substitutions"))
+    bindings = _checked_bindings(obj, resources)
+    return DispatchGraph(obj.path, graph.uid, bindings, subs, pushes, obj.get("implicit_barrier", _bool, True))
+
+
+def _dispatch_compute(obj: _Obj, resources: dict[str, Resource]) -> DispatchCompute:
+    shader = _ref(resources, obj, "shader_ref", ShaderResource)
+    push = _ref(resources, obj, "push_data_ref", RawData).uid if obj.get("push_data_ref", _string, "") else None
+    size = obj.get("rangeND", _array(_int(0, 2**31 - 1)))
+    if not 1 <= len(size) <= 3:
+        raise ScenarioError(f"rangeND has 1 to 3 workgroup counts, got {len(size)}", path=obj.at("rangeND"))
+    bindings = _checked_bindings(obj, resources)
+    return DispatchCompute(obj.path, shader.uid, bindings, tuple(size + [1] * (3 - len(size))), push,
+                           obj.get("implicit_barrier", _bool, True))
+
+
+def _dispatch_barrier(obj: _Obj, resources: dict[str, Resource]) -> DispatchBarrier:
+    if obj.get("image_barrier_refs", _array(_uid), []):
+        raise ScenarioError("image barriers are not supported by pyvgf", path=obj.at("image_barrier_refs"))
+    refs = []
+    for key in ("memory_barrier_refs", "tensor_barrier_refs", "buffer_barrier_refs"):
+        want = key.removesuffix("_refs")
+        for i, uid in enumerate(obj.get(key, _array(_uid), [])):
+            found = resources.get(uid)
+            if not isinstance(found, Barrier) or found.kind != want:
+                raise ScenarioError(f"{uid!r} names no {want} resource", path=f"{obj.at(key)}[{i}]")
+            refs.append(uid)
+    return DispatchBarrier(obj.path, tuple(refs))
+
+
+def _mark_boundary(obj: _Obj, resources: dict[str, Resource]) -> MarkBoundary:
+    names = obj.get("resources", _array(_uid))
+    for i, uid in enumerate(names):
+        if uid not in resources:
+            raise ScenarioError(f"{uid!r} names no resource", path=f"{obj.at('resources')}[{i}]")
+    return MarkBoundary(obj.path, tuple(names))
+
+
+_GRAPH_FIELDS = ("graph_ref", "bindings", "push_constants", "implicit_barrier", "shader_substitutions")
+_COMMANDS: dict[str, tuple[tuple[str, ...], Callable[[_Obj, dict[str, Resource]], Command]]] = {
+    "dispatch_graph": (_GRAPH_FIELDS, _dispatch_graph),
+    "dispatch_vgf": (_GRAPH_FIELDS, _dispatch_graph),
+    "dispatch_compute": (("shader_ref", "push_data_ref", "rangeND", "bindings", "implicit_barrier"),
+                         _dispatch_compute),
+    "dispatch_barrier": (("memory_barrier_refs", "tensor_barrier_refs", "buffer_barrier_refs",
+                          "image_barrier_refs"), _dispatch_barrier),
+    "mark_boundary": (("resources", "frame_id"), _mark_boundary),
+}
+"""Each command pyvgf runs: its fields and its parser. dispatch_vgf is scenario_runner 0.11's name
+for dispatch_graph, which it still accepts."""
+
+
 def _commands(items: list, resources: dict[str, Resource]) -> tuple[Command, ...]:
     commands: list[Command] = []
     for n, item in enumerate(items):
         kind, body, path = _single(item, f"commands[{n}]", "commands")
         if kind in UNSUPPORTED_COMMANDS:
             raise ScenarioError(f"{UNSUPPORTED_COMMANDS[kind]} are not supported by pyvgf", path=path)
-        if kind in GRAPH_COMMANDS:
-            obj = _Obj(body, path, ("graph_ref", "bindings", "push_constants", "implicit_barrier",
-                                    "shader_substitutions"))
-            graph = _ref(resources, obj, "graph_ref", GraphResource)
-            pushes: dict[str, str] = {}
-            for i, item in enumerate(obj.get("push_constants", _array(lambda v, p: v), [])):
-                pc = _Obj(item, f"{obj.at('push_constants')}[{i}]", ("push_data_ref", "shader_target"))
-                target = pc.get("shader_target", _uid)
-                if target in pushes:
-                    raise ScenarioError(f"shader target {target!r} gets push constants twice", path=pc.path)
-                pushes[target] = _ref(resources, pc, "push_data_ref", RawData).uid
-            subs = {**graph.substitutions, **obj.get("shader_substitutions", _substitutions, {})}
-            for i, (target, uid) in enumerate(subs.items()):
-                if not isinstance(resources.get(uid), ShaderResource):
-                    raise ScenarioError(f"shader_ref {uid!r} of target {target!r} names no shader resource",
-                                        path=obj.at("shader_substitutions"))
-            bindings = obj.get("bindings", _bindings)
-            _check_bound(resources, bindings)
-            commands.append(DispatchGraph(path, graph.uid, bindings, subs, pushes,
-                                          obj.get("implicit_barrier", _bool, True)))
-        elif kind == "dispatch_compute":
-            obj = _Obj(body, path, ("shader_ref", "push_data_ref", "rangeND", "bindings", "implicit_barrier"))
-            shader = _ref(resources, obj, "shader_ref", ShaderResource)
-            push = _ref(resources, obj, "push_data_ref", RawData).uid if obj.get("push_data_ref", _string, "") else None
-            size = obj.get("rangeND", _array(_int(0, 2**31 - 1)))
-            if not 1 <= len(size) <= 3:
-                raise ScenarioError(f"rangeND has 1 to 3 workgroup counts, got {len(size)}", path=obj.at("rangeND"))
-            bindings = obj.get("bindings", _bindings)
-            _check_bound(resources, bindings)
-            commands.append(DispatchCompute(path, shader.uid, bindings, tuple(size + [1] * (3 - len(size))), push,
-                                            obj.get("implicit_barrier", _bool, True)))
-        elif kind == "dispatch_barrier":
-            fields = ("memory_barrier_refs", "tensor_barrier_refs", "buffer_barrier_refs", "image_barrier_refs")
-            obj = _Obj(body, path, fields)
-            if obj.get("image_barrier_refs", _array(_uid), []):
-                raise ScenarioError("image barriers are not supported by pyvgf", path=obj.at("image_barrier_refs"))
-            refs = []
-            for key in fields[:3]:
-                want = key.removesuffix("_refs")
-                for i, uid in enumerate(obj.get(key, _array(_uid), [])):
-                    found = resources.get(uid)
-                    if not isinstance(found, Barrier) or found.kind != want:
-                        raise ScenarioError(f"{uid!r} names no {want} resource", path=f"{obj.at(key)}[{i}]")
-                    refs.append(uid)
-            commands.append(DispatchBarrier(path, tuple(refs)))
-        elif kind == "mark_boundary":
-            obj = _Obj(body, path, ("resources", "frame_id"))
-            names = obj.get("resources", _array(_uid))
-            for i, uid in enumerate(names):
-                if uid not in resources:
-                    raise ScenarioError(f"{uid!r} names no resource", path=f"{obj.at('resources')}[{i}]")
-            commands.append(MarkBoundary(path, tuple(names)))
-        else:
-            known = [*GRAPH_COMMANDS, "dispatch_compute", "dispatch_barrier", "mark_boundary"]
-            raise ScenarioError(f"unknown command {kind!r} (pyvgf runs {', '.join(known)})", path=f"commands[{n}]")
+        if kind not in _COMMANDS:
+            raise ScenarioError(f"unknown command {kind!r} (pyvgf runs {', '.join(_COMMANDS)})", path=f"commands[{n}]")
+        fields, parse_command = _COMMANDS[kind]
+        commands.append(parse_command(_Obj(body, path, fields), resources))
     return tuple(commands)
 
 
@@ -487,10 +502,12 @@ def _ref(resources: dict[str, Resource], obj: _Obj, key: str, kind: type) -> Res
     return found
 
 
-def _check_bound(resources: dict[str, Resource], bindings: tuple[Binding, ...]) -> None:
+def _checked_bindings(obj: _Obj, resources: dict[str, Resource]) -> tuple[Binding, ...]:
+    bindings = obj.get("bindings", _bindings)
     for b in bindings:
         if not isinstance(resources.get(b.resource), (TensorResource, BufferResource)):
             raise ScenarioError(f"resource_ref {b.resource!r} names no tensor or buffer resource", path=b.path)
+    return bindings
 
 
 def parse(data: Any, base: str | os.PathLike = ".", output: str | os.PathLike | None = None,
@@ -501,7 +518,8 @@ def parse(data: Any, base: str | os.PathLike = ".", output: str | os.PathLike | 
     (default: `base`), as scenario_runner's do.
     """
     base = Path(base)
-    parser = _Parser(base, Path(output) if output is not None else base)
+    output = Path(output) if output is not None else base
+    parser = _Parser(base, output)
     root = _Obj(data, "scenario", ("resources", "commands"))
     items = root.get("resources", _array(lambda v, p: v))
     resources: dict[str, Resource] = {}
@@ -534,7 +552,7 @@ def parse(data: Any, base: str | os.PathLike = ".", output: str | os.PathLike | 
                     raise ScenarioError(f"shader_ref {uid!r} of target {target!r} names no shader resource",
                                         path=f"{r.path}.shader_substitutions")
     commands = _commands(root.get("commands", _array(lambda v, p: v)), resources)
-    return ScenarioPlan(file, resources, commands)
+    return ScenarioPlan(file, output, resources, commands)
 
 
 def load(path: str | os.PathLike, output: str | os.PathLike | None = None) -> ScenarioPlan:
