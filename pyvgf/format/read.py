@@ -55,7 +55,7 @@ class _ViewStream:
         return data
 
 
-def _snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mmap: bool) -> np.ndarray:
+def _map(source: str | os.PathLike | bytes | bytearray | memoryview, use_mmap: bool = False) -> np.ndarray:
     """The whole file as a read-only uint8 array that nobody else can change.
 
     A path is read into an immutable `bytes` (one copy of the file), or, with `use_mmap`,
@@ -90,7 +90,7 @@ def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bo
     and one rewritten in place changes what the VGF holds. Use it only for files nobody
     writes while they are loaded.
     """
-    data = _snapshot(source, mmap)
+    data = _map(source, mmap)
     view = memoryview(data)
     stream = _ViewStream(view)
     size = len(data)
