@@ -202,8 +202,27 @@ class Schedule:
         self.used.append(index)
         self.descriptions[index] = desc
 
+    def _graph_limits(self, n: int, seg: Segment) -> None:
+        """Every tensor of segment `n`'s graph (results, constants) within the device's limits."""
+        plan = self.plans.get(n)
+        if plan is None:
+            return
+        limits = self.device.limits
+        graph = plan.graph
+        types = [*graph.constants.values()]
+        for node in graph.nodes:
+            types.extend(node.result_type if isinstance(node.result_type, tuple) else (node.result_type,))
+        for t in types:
+            if (t.rank > limits.max_tensor_dimension_count or t.size > limits.max_tensor_elements
+                    or any(d > limits.max_per_dimension_tensor_elements for d in t.shape)):
+                raise HalError(f"segment {n} ({seg.name!r}): {t} is beyond the device's tensor limits "
+                               f"({limits.max_tensor_dimension_count} dimensions, "
+                               f"{limits.max_per_dimension_tensor_elements} per dimension, "
+                               f"{limits.max_tensor_elements} elements)")
+
     def _bindings(self, n: int, seg: Segment) -> dict[int, dict[int, int]]:
         """Set index -> binding -> MRT index of segment `n`, each resource described for the device."""
+        self._graph_limits(n, seg)
         where = f"segment {n} ({seg.name!r})"
         sets: dict[int, dict[int, int]] = {}
         for position, info in enumerate(seg.set_infos):
