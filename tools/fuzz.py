@@ -9,14 +9,17 @@ model-converter fixtures of tests/models and the bundled example; the SPIR-V tar
 mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py). `--jobs N`
 splits each target's cases over N workers. Prints, per target: cases by outcome, failures
 (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
-workers' peak resident memory; exits 1 when there was a failure.
+workers' peak resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the
+campaign after the cases in flight and still prints (and writes) the figures of what ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -52,6 +55,10 @@ def seeds_for(target: str) -> list[bytes]:
     return spirv_seeds() if target.startswith("spirv") else vgf_seeds()
 
 
+STOP = threading.Event()
+"""Set by SIGTERM or SIGINT: the campaigns end after their cases in flight and report."""
+
+
 def run(target: str, cases: int, seed: int, jobs: int, out: Path | None, timeout: float, memory_mb: int) -> fuzz.Report:
     seeds = seeds_for(target)
     share = -(-cases // jobs)
@@ -59,7 +66,7 @@ def run(target: str, cases: int, seed: int, jobs: int, out: Path | None, timeout
 
     def part(span: tuple[int, int]) -> fuzz.Report:
         return fuzz.campaign(target, seeds, span[1], seed=seed, out=out, timeout=timeout, start=span[0],
-                             memory_limit=memory_mb << 20,
+                             memory_limit=memory_mb << 20, stop=STOP,
                              progress=lambda r: print(f"  ... {r.summary()}", file=sys.stderr, flush=True))
 
     with ThreadPoolExecutor(len(parts)) as pool:
@@ -93,8 +100,12 @@ def main() -> int:
         fuzz.TARGETS[args.target[0]].load()(args.replay.read_bytes())
         print("no failure")
         return 0
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: STOP.set())
     reports = []
     for target in args.target:
+        if STOP.is_set():
+            break
         report = run(target, args.cases, args.seed, args.jobs, args.out, args.timeout, args.memory_limit_mb)
         print(report.summary(), flush=True)
         for path in report.failures:

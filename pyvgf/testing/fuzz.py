@@ -41,6 +41,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -442,13 +443,14 @@ def case_bytes(target: Target, seeds: Sequence[bytes], seed: int, index: int) ->
 
 def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0, out: Path | None = None,
              timeout: float = 300.0, restart_every: int = 2000, memory_limit: int = 8 << 30, start: int = 0,
-             progress: Callable[[Report], None] | None = None) -> Report:
+             progress: Callable[[Report], None] | None = None, stop: threading.Event | None = None) -> Report:
     """Run cases `start` .. `start + cases - 1` of target `name` over `seeds` in a worker process.
 
     A worker answers up to `restart_every` cases, and is started again after each failure.
     `memory_limit` caps each worker's address space (bytes; 0: none), so that an allocation a
     file should never cause becomes a MemoryError (an escape) and not the machine's trouble.
-    Reproducers go to `out` (when given).
+    Reproducers go to `out` (when given). Setting `stop` ends the campaign after the case in
+    flight; the report then counts the cases run.
     """
     target = TARGETS[name]
     corpus = [s if isinstance(s, bytes) else Path(s).read_bytes() for s in seeds]
@@ -457,6 +459,8 @@ def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0
     answered = 0
     try:
         for index in range(start, start + cases):
+            if stop is not None and stop.is_set():
+                break
             try:
                 data = case_bytes(target, corpus, seed, index)
             except Exception:  # noqa: BLE001 - a mutator that cannot apply: the seed unchanged
@@ -480,7 +484,7 @@ def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0
                     worker = None
                 if out is not None:
                     report.failures.append(_save(out, name, seed, index, data, answer))
-            if progress is not None and report.cases % 500 == 0:
+            if progress is not None and report.cases % 100 == 0:
                 progress(report)
     finally:
         if worker is not None:
