@@ -315,6 +315,11 @@ def _worker(function: str, memory_limit: int) -> None:
 
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    if sys.platform == "linux":  # end with the campaign, even in the middle of a case
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what targets print is not the protocol
     target = Target(function, mutate_bytes).load()
