@@ -6,8 +6,8 @@
 
 Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of shared/fixtures/real,
 model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
-mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py). `--jobs N`
-splits each target's cases over N workers. Prints, per target: cases by outcome, failures
+mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py). The targets
+run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by outcome, failures
 (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
 workers' peak resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the
 campaign after the cases in flight and still prints (and writes) the figures of what ran.
@@ -102,15 +102,13 @@ def main() -> int:
         return 0
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: STOP.set())
-    reports = []
-    for target in args.target:
-        if STOP.is_set():
-            break
-        report = run(target, args.cases, args.seed, args.jobs, args.out, args.timeout, args.memory_limit_mb)
+    with ThreadPoolExecutor(len(args.target)) as pool:  # the targets at once, each in its workers
+        reports = list(pool.map(lambda t: run(t, args.cases, args.seed, args.jobs, args.out, args.timeout,
+                                              args.memory_limit_mb), args.target))
+    for report in reports:
         print(report.summary(), flush=True)
         for path in report.failures:
             print(f"  reproducer {path}: {path.with_suffix('.txt').read_text().splitlines()[1][:200]}")
-        reports.append(report)
     if args.json:
         args.json.write_text(json.dumps([{"target": r.target, "cases": r.cases, "counts": r.counts,
                                           "failures": r.escapes, "slowest_s": r.slowest[0],
