@@ -17,7 +17,7 @@ from pyvgf.spirv import Const, GraphConstant, Input, Result, decode, decode_grap
 from pyvgf.types import TensorType
 
 OP_NOP, OP_EXT_INST_IMPORT, OP_EXT_INST, OP_TYPE_BOOL, OP_CONSTANT = 0, 11, 12, 20, 43
-OP_NO_LINE, OP_RETURN = 317, 253
+OP_NO_LINE, OP_SOURCE_CONTINUED = 317, 2
 OP_CONSTANT_COMPOSITE, OP_DECORATE, OP_TYPE_TENSOR = 44, 71, 4163
 OP_GRAPH_INPUT, OP_GRAPH_SET_OUTPUT, OP_GRAPH_END, OP_REPLICATE = 4184, 4185, 4186, 4461
 
@@ -275,7 +275,8 @@ def test_graph_without_end(words):
 
 def test_unsupported_instruction_in_graph(words):
     end = instruction(words, "OpGraphEndARM")
-    graph_error(splice(words, end.offset, 0, inst(OP_RETURN)), end.offset, "OpReturn is not supported in a graph")
+    graph_error(splice(words, end.offset, 0, inst(OP_SOURCE_CONTINUED, 0x78)), end.offset,
+                "OpSourceContinued is not supported in a graph")
 
 
 def test_opnoline_ends_the_location_of_later_nodes(words):

@@ -155,9 +155,24 @@ def test_bad_graphs_are_refused_before_any_adapter(case, backend, monkeypatch):
 def test_spirv_errors_name_the_instruction(monkeypatch):
     data, _ = _too_many_operands()
     no_adapter(monkeypatch)
-    with pytest.raises(SpirvError, match=r"OpExtInst.*\(word \d+\)") as info:
+    with pytest.raises(SpirvError, match=r"instruction \d+: OpExtInst TOSA.001000.1 ADD: .*\(word \d+\)") as info:
         pyvgf.load(data, backend="vulkan")
     assert info.value.word is not None and "graph_partition_0" in str(info.value)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_graph_tensors_within_the_device_limits(backend):
+    """An intermediate of rank 9 is refused before any pipeline (the devices here take 8 at most)."""
+    if backend == "vulkan":
+        from conftest_vulkan import require_vulkan
+
+        require_vulkan()
+    g = Graph()
+    a = g.input("float32", (1, 2))
+    deep = g.op("RESHAPE", input1=a, shape=[1] * 8 + [2], result=("float32", (1,) * 8 + (2,)))
+    g.output(g.op("RESHAPE", input1=deep, shape=[1, 2], result=("float32", (1, 2))))
+    with pytest.raises(VGFError, match="beyond the device's tensor limits"):
+        pyvgf.load(g.to_bytes(), backend=backend)
 
 
 # -- item 3: budgets -----------------------------------------------------------------------------

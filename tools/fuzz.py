@@ -4,20 +4,23 @@
     python tools/fuzz.py --target load-cpu spirv-cpu --cases 5000 --jobs 2 --out fuzz-out
     python tools/fuzz.py --target load-vulkan --replay fuzz-out/load-vulkan-0-17.bin
 
-Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of shared/fixtures/real,
+Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of tests/fixtures/real,
 model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
 mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py); the scenario
-target mutates the bytes of scenario files naming such fixtures (scenario_seeds). `--jobs N`
-splits each target's cases over N workers. Prints, per target: cases by outcome, failures
-(escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
-workers' peak resident memory; exits 1 when there was a failure.
+target mutates the bytes of scenario files naming such fixtures (scenario_seeds). The targets
+run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by
+outcome, failures (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
+workers' peak resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the
+campaign after the cases in flight and still prints (and writes) the figures of what ran.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -115,6 +118,10 @@ def seeds_for(target: str) -> list[bytes]:
     return spirv_seeds() if target.startswith("spirv") else vgf_seeds()
 
 
+STOP = threading.Event()
+"""Set by SIGTERM or SIGINT: the campaigns end after their cases in flight and report."""
+
+
 def run(target: str, cases: int, seed: int, jobs: int, out: Path | None, timeout: float, memory_mb: int) -> fuzz.Report:
     seeds = seeds_for(target)
     share = -(-cases // jobs)
@@ -122,7 +129,7 @@ def run(target: str, cases: int, seed: int, jobs: int, out: Path | None, timeout
 
     def part(span: tuple[int, int]) -> fuzz.Report:
         return fuzz.campaign(target, seeds, span[1], seed=seed, out=out, timeout=timeout, start=span[0],
-                             memory_limit=memory_mb << 20,
+                             memory_limit=memory_mb << 20, stop=STOP,
                              progress=lambda r: print(f"  ... {r.summary()}", file=sys.stderr, flush=True))
 
     with ThreadPoolExecutor(len(parts)) as pool:
@@ -145,7 +152,9 @@ def main() -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--jobs", type=int, default=1, help="workers per target, run at once")
     p.add_argument("--out", type=Path, default=Path("fuzz-out"), help="where reproducers go")
-    p.add_argument("--timeout", type=float, default=60.0, help="seconds a case may take before it is a hang")
+    p.add_argument("--timeout", type=float, default=300.0,
+                   help="seconds a case may take before it is a hang (default 300: a real model on lavapipe "
+                        "through the emulation layer takes tens of seconds on a loaded 2-core machine)")
     p.add_argument("--memory-limit-mb", type=int, default=8192, help="each worker's address space (0: none)")
     p.add_argument("--replay", type=Path, help="run this reproducer in the foreground, traceback and all")
     p.add_argument("--json", type=Path, help="also write the figures here")
@@ -154,13 +163,15 @@ def main() -> int:
         fuzz.TARGETS[args.target[0]].load()(args.replay.read_bytes())
         print("no failure")
         return 0
-    reports = []
-    for target in args.target:
-        report = run(target, args.cases, args.seed, args.jobs, args.out, args.timeout, args.memory_limit_mb)
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: STOP.set())
+    with ThreadPoolExecutor(len(args.target)) as pool:  # the targets at once, each in its workers
+        reports = list(pool.map(lambda t: run(t, args.cases, args.seed, args.jobs, args.out, args.timeout,
+                                              args.memory_limit_mb), args.target))
+    for report in reports:
         print(report.summary(), flush=True)
         for path in report.failures:
             print(f"  reproducer {path}: {path.with_suffix('.txt').read_text().splitlines()[1][:200]}")
-        reports.append(report)
     if args.json:
         args.json.write_text(json.dumps([{"target": r.target, "cases": r.cases, "counts": r.counts,
                                           "failures": r.escapes, "slowest_s": r.slowest[0],

@@ -55,7 +55,7 @@ class _ViewStream:
         return data
 
 
-def snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mmap: bool) -> np.ndarray:
+def snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mmap: bool = False) -> np.ndarray:
     """The whole file as a read-only uint8 array that nobody else can change.
 
     A path is read into an immutable `bytes` (one copy of the file), or, with `use_mmap`,

@@ -768,7 +768,8 @@ class Device(HalObject):
 
     def _create_data_graph_pipeline(self, module: ShaderModule, entry_point: str, layout: PipelineLayout,
                                     resources: tuple[DataGraphResource, ...],
-                                    constants: tuple[GraphConstant, ...], label: str) -> DataGraphPipeline:
+                                    constants: tuple[GraphConstant, ...], label: str,
+                                    plan: object) -> DataGraphPipeline:
         raise NotImplementedError
 
     def _create_data_graph_session(self, pipeline: DataGraphPipeline, label: str) -> DataGraphSession:

@@ -60,14 +60,29 @@ def check(vgf: VGF, executor: str = "reference") -> dict[int, GraphPlan]:
             else:
                 decode(module.code)
         except VGFError as exc:
-            raise _located(exc, where) from None
+            raise _located(exc, where, module.code) from None
     return plans
 
 
-def _located(exc: VGFError, where: str) -> VGFError:
-    """`exc` with `where` in front of its message, of the same class and location."""
+def _instruction_index(code: np.ndarray, word: int) -> int | None:
+    """The index of the instruction that starts at `word` (OpNop counted), if one does."""
+    pos, index = 5, 0
+    while pos < min(word, len(code)):
+        count = int(code[pos]) >> 16
+        if count == 0:
+            return None
+        pos += count
+        index += 1
+    return index if pos == word else None
+
+
+def _located(exc: VGFError, where: str, code: np.ndarray) -> VGFError:
+    """`exc` with `where` (and the instruction's index) in front of its message, of the same
+    class and location."""
     if isinstance(exc, SpirvError):
-        located = SpirvError(f"{where}: {exc}")
+        index = None if exc.word is None else _instruction_index(code, exc.word)
+        at = "" if index is None else f", instruction {index}"
+        located = SpirvError(f"{where}{at}: {exc}")
         located.word = exc.word
         return located
     if isinstance(exc, VGFFormatError):

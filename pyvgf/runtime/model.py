@@ -62,7 +62,7 @@ class Model:
         self.vgf = vgf
         self.device = device
         self.backend = device.adapter.info.backend
-        self._schedule = Schedule(vgf, device, check(vgf) if plans is None else plans)
+        self._schedule = Schedule(vgf, device, plans)
         names, slots, outputs = _interface(vgf)
         output_mrt = [m for _, m in outputs]
         self.inputs: list[TensorInfo] = [self._info(name, slots.get(i)) for i, name in enumerate(names)]

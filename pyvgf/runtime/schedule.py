@@ -1,6 +1,7 @@
 """From a VGF model sequence to HAL objects and a recorded command buffer.
 
-`Schedule(vgf, device)` reads the sequence and resource tables once and creates what every run
+`Schedule(vgf, device, plans)` reads the sequence and resource tables once (the model was checked
+whole at load: `pyvgf.runtime.check` made `plans`) and creates what every run
 shares: shader modules, descriptor set layouts, pipeline layouts and one pipeline per segment,
 with the graph constants bound as zero-copy views of the file. `Schedule.execution()` creates
 what one run in flight needs: the resources (memory shared within each alias group), descriptor
@@ -157,14 +158,17 @@ class Execution:
 class Schedule:
     """The shared, load-time part of a model on one device (see the module docstring).
 
-    `plans` are what `check(vgf)` returned: the model was checked whole before the device saw
-    it, so the schedule only adds what depends on the device (its limits, memory types).
+    `plans` are what `check(vgf)` returned (made here when not given): the model is checked
+    whole before anything is created on the device, so the schedule only adds what depends on
+    the device (its limits, memory types).
     """
 
-    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan]):
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan] | None = None):
+        from .check import check
+
         self.vgf = vgf
         self.device = device
-        self.plans = plans
+        self.plans = check(vgf) if plans is None else plans
         seq = vgf.sequence
         if not seq.segments:
             raise VGFFormatError("the model sequence has no segments", section="model_sequence")
@@ -198,8 +202,27 @@ class Schedule:
         self.used.append(index)
         self.descriptions[index] = desc
 
+    def _graph_limits(self, n: int, seg: Segment) -> None:
+        """Every tensor of segment `n`'s graph (results, constants) within the device's limits."""
+        plan = self.plans.get(n)
+        if plan is None:
+            return
+        limits = self.device.limits
+        graph = plan.graph
+        types = [*graph.constants.values()]
+        for node in graph.nodes:
+            types.extend(node.result_type if isinstance(node.result_type, tuple) else (node.result_type,))
+        for t in types:
+            if (t.rank > limits.max_tensor_dimension_count or t.size > limits.max_tensor_elements
+                    or any(d > limits.max_per_dimension_tensor_elements for d in t.shape)):
+                raise HalError(f"segment {n} ({seg.name!r}): {t} is beyond the device's tensor limits "
+                               f"({limits.max_tensor_dimension_count} dimensions, "
+                               f"{limits.max_per_dimension_tensor_elements} per dimension, "
+                               f"{limits.max_tensor_elements} elements)")
+
     def _bindings(self, n: int, seg: Segment) -> dict[int, dict[int, int]]:
         """Set index -> binding -> MRT index of segment `n`, each resource described for the device."""
+        self._graph_limits(n, seg)
         where = f"segment {n} ({seg.name!r})"
         sets: dict[int, dict[int, int]] = {}
         for position, info in enumerate(seg.set_infos):
@@ -213,7 +236,7 @@ class Schedule:
                 sets[index][slot.binding] = slot.mrt_index
         return sets
 
-    def _module(self, seg: Segment, modules: dict[int, hal.ShaderModule]) -> hal.ShaderModule:
+    def _module(self, seg: Segment, modules: dict[int, hal.ShaderModule], where: str) -> hal.ShaderModule:
         module = self.vgf.modules[seg.module_index]
         if seg.module_index not in modules:
             language = _LANGUAGES.get(module.code_type)
@@ -225,7 +248,7 @@ class Schedule:
 
     def _plan_segment(self, n: int, seg: Segment, sets: dict[int, dict[int, int]],
                       modules: dict[int, hal.ShaderModule]) -> _SegmentPlan:
-        module = self._module(seg, modules)
+        module = self._module(seg, modules, f"segment {n} ({seg.name!r})")
         set_layouts = []
         for index in range(max(sets, default=-1) + 1):
             bindings = [hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR if self.is_tensor[m]

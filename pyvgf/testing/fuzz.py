@@ -41,6 +41,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 from collections.abc import Callable, Sequence
@@ -53,6 +54,7 @@ Mutator = Callable[[bytes, random.Random], bytes]
 _INTERESTING32 = (0, 1, 2, 3, 4, 7, 8, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFE,
                   0xFFFFFFFF)
 _INTERESTING64 = (0, 1, 2**31, 2**32, 2**63 - 1, 2**64 - 1)
+_STARTUP_S = 600.0
 
 
 # -- mutators ------------------------------------------------------------------------------------
@@ -314,9 +316,17 @@ def _worker(function: str, memory_limit: int) -> None:
 
     if memory_limit:
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+    if sys.platform == "linux":  # end with the campaign, even in the middle of a case
+        import ctypes
+        import signal
+
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
     answers = os.fdopen(os.dup(1), "w", buffering=1)
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # what targets print is not the protocol
     target = Target(function, mutate_bytes).load()
+    import pyvgf.runtime.check  # noqa: F401 - imported before the first case's clock starts
+
+    answers.write("ready\n")
     stdin = sys.stdin.buffer
     while True:
         head = stdin.read(4)
@@ -343,27 +353,42 @@ class _Worker:
             [sys.executable, "-m", "pyvgf.testing.fuzz", "--worker", target.function, str(memory_limit)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
         self.pending = b""
+        self.eof = False
+        self.ready = self._line(_STARTUP_S)  # imports are not part of the first case's time
 
-    def ask(self, data: bytes, timeout: float) -> dict:
-        """The worker's answer to one case, or a crash or hang (the worker is then dead)."""
-        try:
-            self.proc.stdin.write(struct.pack("<I", len(data)) + data)
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            return self._died()
+    def _line(self, timeout: float) -> bytes | None:
+        """The worker's next line, or None when it died or said nothing within `timeout`."""
         deadline = time.monotonic() + timeout
         fd = self.proc.stdout.fileno()
         while b"\n" not in self.pending:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.kill()
-                return {"status": "hang", "error": f"no answer within {timeout} s", "seconds": timeout, "rss": 0}
+                return None
             chunk = os.read(fd, 65536)
             if not chunk:
-                return self._died()
+                self.eof = True
+                return None
             self.pending += chunk
         line, _, self.pending = self.pending.partition(b"\n")
-        return json.loads(line)
+        return line
+
+    def ask(self, data: bytes, timeout: float) -> dict:
+        """The worker's answer to one case, or a crash or hang (the worker is then dead)."""
+        if self.ready is None:
+            self.kill()
+            raise RuntimeError(f"a fuzz worker did not start within {_STARTUP_S} s:\n{self.stderr_tail()}")
+        try:
+            self.proc.stdin.write(struct.pack("<I", len(data)) + data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            return self._died()
+        line = self._line(timeout)
+        if line is not None:
+            return json.loads(line)
+        if self.eof:
+            return self._died()
+        self.kill()
+        return {"status": "hang", "error": f"no answer within {timeout} s", "seconds": timeout, "rss": 0}
 
     def _died(self) -> dict:
         code = self.proc.wait()
@@ -423,14 +448,15 @@ def case_bytes(target: Target, seeds: Sequence[bytes], seed: int, index: int) ->
 
 
 def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0, out: Path | None = None,
-             timeout: float = 60.0, restart_every: int = 2000, memory_limit: int = 8 << 30, start: int = 0,
-             progress: Callable[[Report], None] | None = None) -> Report:
+             timeout: float = 300.0, restart_every: int = 2000, memory_limit: int = 8 << 30, start: int = 0,
+             progress: Callable[[Report], None] | None = None, stop: threading.Event | None = None) -> Report:
     """Run cases `start` .. `start + cases - 1` of target `name` over `seeds` in a worker process.
 
     A worker answers up to `restart_every` cases, and is started again after each failure.
     `memory_limit` caps each worker's address space (bytes; 0: none), so that an allocation a
     file should never cause becomes a MemoryError (an escape) and not the machine's trouble.
-    Reproducers go to `out` (when given).
+    Reproducers go to `out` (when given). Setting `stop` ends the campaign after the case in
+    flight; the report then counts the cases run.
     """
     target = TARGETS[name]
     corpus = [s if isinstance(s, bytes) else Path(s).read_bytes() for s in seeds]
@@ -439,6 +465,8 @@ def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0
     answered = 0
     try:
         for index in range(start, start + cases):
+            if stop is not None and stop.is_set():
+                break
             try:
                 data = case_bytes(target, corpus, seed, index)
             except Exception:  # noqa: BLE001 - a mutator that cannot apply: the seed unchanged
@@ -462,7 +490,7 @@ def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0
                     worker = None
                 if out is not None:
                     report.failures.append(_save(out, name, seed, index, data, answer))
-            if progress is not None and report.cases % 500 == 0:
+            if progress is not None and report.cases % 100 == 0:
                 progress(report)
     finally:
         if worker is not None:
