@@ -212,17 +212,22 @@ def _conform(info: TensorInfo, value: object) -> np.ndarray:
 
 def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
          shaders: Mapping[str, hal.PythonShader] | None = None,
-         adapter_options: Mapping[str, object] | None = None) -> Model:
-    """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu" or "vulkan").
+         adapter_options: Mapping[str, object] | None = None,
+         threads: int | None = None) -> Model:
+    """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu", "reference"
+    or "vulkan").
 
     An ExecuTorch program (`.pte`, file identifier "ET12") loads as a `pyvgf.executorch.ProgramModel`
     of its "forward" method: its VGF delegates run on `backend`, the kernels between them in numpy.
 
     `shaders` maps compute module names to Python stand-ins for the cpu backend (see
     `pyvgf.register_shader`). `adapter_options` go to the backend's `request_adapter()` (the
-    vulkan backend takes e.g. `device_index`, `validation`). Everything that does not depend on
-    input values happens here.
+    vulkan backend takes e.g. `device_index`, `validation`). `threads`: how many threads the
+    cpu backend's fast executor splits this model's runs over (default: `pyvgf.set_num_threads`,
+    else one a core). Everything that does not depend on input values happens here.
     """
+    if threads is not None:
+        adapter_options = {**(adapter_options or {}), "threads": threads}
     if isinstance(source, VGF):
         vgf = source
     else:
