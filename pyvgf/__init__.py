@@ -24,6 +24,7 @@ from .errors import (
 
 if TYPE_CHECKING:
     from .hal.shaders import register_shader, unregister_shader
+    from .fast import set_num_threads
     from .runtime import Model, TensorInfo, load
 
 __version__ = "0.1.0.dev0"
@@ -33,6 +34,7 @@ _LAZY = {
     "TensorInfo": "runtime",
     "load": "runtime",
     "register_shader": "hal.shaders",
+    "set_num_threads": "fast",
     "unregister_shader": "hal.shaders",
 }
 _SUBPACKAGES = {"build", "executorch", "format", "hal", "runtime", "scenario", "spirv", "testing", "tosa"}
@@ -52,6 +54,7 @@ __all__ = [
     "__version__",
     "load",
     "register_shader",
+    "set_num_threads",
     "unregister_shader",
 ]
 

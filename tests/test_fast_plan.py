@@ -12,10 +12,10 @@ from conftest_spirv import fixtures, random_input, vgf_graph
 pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
 pytestmark = pytest.mark.fast
 
-from pyvgf.fast import conv, kernels  # noqa: E402
-from pyvgf.fast.plan import FastPlan  # noqa: E402
-from pyvgf.fast.registry import fast_ops  # noqa: E402
-from pyvgf.tosa import OPS as REFERENCE  # noqa: E402
+from pyvgf.fast import conv, kernels
+from pyvgf.fast.plan import FastPlan
+from pyvgf.fast.registry import fast_ops
+from pyvgf.tosa import OPS as REFERENCE
 
 FAST_OPS = fast_ops(REFERENCE)
 

@@ -77,3 +77,28 @@ def test_real_models_bit_exact(real_model):
     for got, want in zip(fast.run(inputs), reference.run(inputs)):
         np.testing.assert_array_equal(got, want)
         assert len(np.unique(want)) > 1  # scores, not a constant tensor
+
+
+def test_doctor_says_which_executor_runs_and_where_its_cache_is():
+    from pyvgf.fast.compiled import cache_status
+    from pyvgf.hal.cpu import report
+
+    text = report()
+    assert "executor: fast (pyvgf/fast/: numba" in text
+    path, cached, loops = cache_status()
+    assert f"compiled-loop cache: {path} (" in text and f"{cached} of {loops} loops cached" in text
+
+
+def test_without_the_fast_extra_cpu_runs_the_reference(monkeypatch):
+    """Where numba, SciPy or threadpoolctl is missing, backend="cpu" plans on the reference and
+    `pyvgf doctor` says so, naming the install command."""
+    import importlib.util
+
+    from pyvgf.hal import cpu
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "numba" else real(name, *a))
+    assert pyvgf.load(_one_clamp(), backend="cpu").device.adapter.executor == "reference"
+    assert "executor: reference (plain numpy; numba not installed: pip install 'pyvgf[fast]'" \
+        in cpu.report()

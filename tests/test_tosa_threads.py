@@ -13,13 +13,13 @@ import numpy as np
 import pytest
 
 numba = pytest.importorskip("numba", reason="the fast executor needs the fast extra")
-import threadpoolctl  # noqa: E402
-from conftest_spirv import fixtures, random_input, vgf_graph  # noqa: E402
-from conftest_tosa import run_op  # noqa: E402
+import threadpoolctl
+from conftest_spirv import fixtures, random_input, vgf_graph
+from conftest_tosa import run_op
 
-from pyvgf.fast import conv, kernels, threads  # noqa: E402
-from pyvgf.fast.plan import FastPlan as GraphPlan  # noqa: E402
-from pyvgf.types import TensorType  # noqa: E402
+from pyvgf.fast import conv, kernels, threads
+from pyvgf.fast.plan import FastPlan as GraphPlan
+from pyvgf.types import TensorType
 
 pytestmark = [pytest.mark.fast, pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                                    reason="numba has one thread here: nothing is split")]
@@ -241,3 +241,57 @@ def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum():
     assert not kernels.split_gemm_rescaled(a.astype(F32), b, out, form, -7)  # not integers
     assert kernels.split_gemm_rescaled(a, b, out, form, -7)
     np.testing.assert_array_equal(out, want)
+
+
+# -- sharing the machine -------------------------------------------------------------------------
+
+
+def test_runs_take_the_models_or_the_process_thread_count(monkeypatch):
+    """load(..., threads=N) and pyvgf.set_num_threads(N) set numba's count for each run, in the
+    thread that runs it, and give the caller's count back; the results do not change."""
+    import pyvgf
+    from pyvgf import fast
+
+    counts: list[int] = []
+    real = numba.set_num_threads
+    monkeypatch.setattr(numba, "set_num_threads", lambda n: counts.append(n) or real(n))
+    path = fixtures.model("interpreter_fuse_i8")
+    default = pyvgf.load(path)
+    rng = np.random.default_rng(1)
+    inputs = [random_input(_type(t), rng) for t in default.inputs]
+    want = default.run(inputs)
+    assert counts == []  # nothing set: numba's default
+    before = numba.get_num_threads()
+    one = pyvgf.load(path, threads=1)
+    got = one.run(inputs)
+    assert counts == [1, before] and numba.get_num_threads() == before
+    for a, b in zip(got, want):
+        np.testing.assert_array_equal(a, b)
+    del counts[:]
+    monkeypatch.setattr(fast, "_threads", None)
+    pyvgf.set_num_threads(1)
+    default.run(inputs)
+    assert counts == [1, before]
+    with pytest.raises(pyvgf.HalError, match="positive integer"):
+        pyvgf.set_num_threads(0)
+    with pytest.raises(pyvgf.HalError, match="positive integer"):
+        pyvgf.load(path, threads=-2)
+
+
+def _type(info):
+    return TensorType(info.dtype, info.shape)
+
+
+@pytest.mark.parametrize("env,want", [({}, "20000"), ({"GOMP_SPINCOUNT": "7"}, "7"),
+                                      ({"OMP_WAIT_POLICY": "PASSIVE"}, None)])
+def test_openmp_threads_spin_briefly_unless_the_user_says_otherwise(env, want):
+    """Idle OpenMP threads sleep after GOMP_SPINCOUNT spins: pyvgf sets a short count where the
+    user set neither it nor OMP_WAIT_POLICY."""
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if k not in ("GOMP_SPINCOUNT", "OMP_WAIT_POLICY")}
+    code = "import os, pyvgf.fast.threads as t; print(os.environ.get('GOMP_SPINCOUNT'), t.SPIN_COUNT)"
+    out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out[0] == str(want) and (want != "20000" or out[1] == want)

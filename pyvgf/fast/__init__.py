@@ -23,3 +23,28 @@ def missing() -> list[str]:
 def available() -> bool:
     """Whether the fast executor can run here (every package it needs is installed)."""
     return not missing()
+
+
+_threads: int | None = None
+
+
+def set_num_threads(count: int | None) -> None:
+    """How many threads the fast executor's loops split over in this process (`pyvgf.
+    set_num_threads`): at most numba's pool (one a core, or NUMBA_NUM_THREADS); None gives the
+    pool's size back. A Model loaded with `threads=` keeps its own count."""
+    global _threads
+    _threads = check_threads(count)
+
+
+def num_threads() -> int | None:
+    """The count `set_num_threads` set (None: numba's default)."""
+    return _threads
+
+
+def check_threads(count: object) -> int | None:
+    """`count` if it is None or a positive integer; else HalError."""
+    if count is not None and (isinstance(count, bool) or not isinstance(count, int) or count < 1):
+        from ..errors import HalError
+
+        raise HalError(f"threads must be a positive integer or None, got {count!r}")
+    return count  # type: ignore[return-value]

@@ -15,6 +15,7 @@ takes about a second, once per machine: only the prange loops are made parallel.
 
 from __future__ import annotations
 
+import os
 import types
 from collections.abc import Callable
 
@@ -23,17 +24,38 @@ from numba import njit, prange
 
 from . import threads
 
+_LOOPS: list[object] = []
+"""Every loop compiled on its own (not inlined), for `cache_status`."""
+
 
 def _jit(fn: Callable[..., object], parallel: bool | dict[str, bool]) -> Callable[..., object]:
-    """fn compiled by numba (without the GIL), its machine code cached on disk; where numba
-    finds no writable cache directory (a read-only install and home), compiled in every
-    process instead."""
+    """fn compiled by numba (without the GIL), its machine code cached on disk: in the
+    package's __pycache__ where that is writable, else under the user's cache directory
+    ($XDG_CACHE_HOME/numba, ~/.cache/numba by default: numba's own fallback); where neither is
+    writable, compiled in every process instead."""
     try:
-        return njit(cache=True, nogil=True, parallel=parallel)(fn)
+        loop = njit(cache=True, nogil=True, parallel=parallel)(fn)
     except RuntimeError as error:
         if "cannot cache" not in str(error):
             raise
-        return njit(nogil=True, parallel=parallel)(fn)
+        loop = njit(nogil=True, parallel=parallel)(fn)
+    _LOOPS.append(loop)
+    return loop
+
+
+def cache_status() -> tuple[str | None, int, int]:
+    """Where the compiled loops' machine code is cached (None: nowhere writable, so every
+    process compiles them), how many loops have machine code there, and how many there are:
+    warm when every one has (a machine's first run compiled them)."""
+    path, cached = None, 0
+    for loop in _LOOPS:
+        cache = getattr(loop, "_cache", None)
+        index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
+        if index is None:
+            continue
+        path = getattr(cache, "cache_path", path)
+        cached += os.path.exists(index)
+    return path, cached, len(_LOOPS)
 
 
 def _serial(fn: Callable[..., None]) -> Callable[..., None]:

@@ -34,10 +34,10 @@ from ..tosa.interpreter import (
     takes,
 )
 from ..types import TensorType
-from . import activation, conv, rescale, tensor  # noqa: F401  (register the fast forms)
+from . import activation, conv, rescale, tensor
 from .kernels import Rescale
 from .registry import FastOpDef, fast_ops
-from .threads import one_blas_thread
+from .threads import one_blas_thread, run_threads
 
 
 class FastPlan(GraphPlan):
@@ -45,8 +45,11 @@ class FastPlan(GraphPlan):
     (integers bit-exact, floats within pyvgf.testing's tolerance)."""
 
     def __init__(self, graph: Graph, constants: Mapping[int, np.ndarray],
-                 ops: Mapping[str, FastOpDef] | None = None, *, every_step: bool = False):
+                 ops: Mapping[str, FastOpDef] | None = None, *, every_step: bool = False,
+                 threads: int | None = None):
         self._calls_blas = False  # until _rewrite finds a step that calls BLAS
+        self.threads = threads
+        """The threads each run splits its loops over (None: threads.run_threads's default)."""
         super().__init__(graph, constants, fast_ops(OPS) if ops is None else ops,
                          every_step=every_step)
 
@@ -98,12 +101,14 @@ class FastPlan(GraphPlan):
 
     @contextmanager
     def _running(self) -> Iterator[None]:
-        """BLAS on one thread while the loops run on several, where the graph calls BLAS."""
-        if not self._calls_blas:
-            yield
-            return
-        with one_blas_thread():
-            yield
+        """The run's thread count; BLAS on one thread while the loops run on several, where
+        the graph calls BLAS."""
+        with run_threads(self.threads):
+            if not self._calls_blas:
+                yield
+                return
+            with one_blas_thread():
+                yield
 
 
 class _Epilogue:

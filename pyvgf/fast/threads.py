@@ -1,4 +1,18 @@
-"""How the CPU executor shares the machine's cores.
+"""How the fast executor shares the machine's cores.
+
+Idle, its threads sleep. numba runs them on GNU OpenMP (where no TBB is installed), whose
+worker threads spin after each parallel loop before they sleep: 300,000 turns unless told
+otherwise, milliseconds in which they take a core from whatever runs next (onnxruntime or torch
+in the same process, another process). Importing this module sets GOMP_SPINCOUNT to
+`SPIN_COUNT`, unless the user set it or OMP_WAIT_POLICY: a spin as long as the gaps between the
+loops of one run, so a run's loops still find their threads awake, while after the run they
+sleep within a fraction of a millisecond. (OMP_WAIT_POLICY=PASSIVE, no spin at all, made pyvgf
+alone up to 1.5x slower: every loop then waits for its threads to wake.) It takes effect where
+numba loads OpenMP first in the process, as it does when pyvgf's loops run before any other
+OpenMP user.
+
+The thread count follows `pyvgf.set_num_threads(n)` (process) or `load(..., threads=n)` (a
+Model), applied to each run in the thread that runs it (`run_threads`); else numba's default.
 
 The depthwise loop, float GEMMs and the RESCALE fused after a convolution (compiled.py,
 kernels.split_gemm) split their rows over numba's threads: numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or
@@ -25,7 +39,15 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import numba
+SPIN_COUNT = 20_000
+"""GOMP_SPINCOUNT the fast executor sets where the user set neither it nor OMP_WAIT_POLICY."""
+
+if "OMP_WAIT_POLICY" not in os.environ:
+    os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
+
+import numba  # after GOMP_SPINCOUNT: OpenMP reads it when loaded
+
+from . import num_threads
 
 _forked = False
 
@@ -79,7 +101,7 @@ class _BlasLimit:
             self._users += 1
             if self._users == 1:
                 if not self._libraries:
-                    import scipy.linalg.cython_blas  # noqa: F401  (numba's BLAS: load it first)
+                    import scipy.linalg.cython_blas
                     from threadpoolctl import ThreadpoolController
                     self._libraries = ThreadpoolController().select(user_api="blas").lib_controllers
                 self._saved = [library.get_num_threads() for library in self._libraries]
@@ -100,6 +122,22 @@ def _set_threads(library: Any, count: int) -> None:
 
 
 _BLAS = _BlasLimit()
+
+
+@contextmanager
+def run_threads(count: int | None) -> Iterator[None]:
+    """The loops inside the block split over `count` threads (None: `pyvgf.set_num_threads`'s,
+    else numba's default), at most numba's pool; in the calling thread only."""
+    count = count or num_threads()
+    if count is None:
+        yield
+        return
+    before = numba.get_num_threads()
+    numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
 
 
 @contextmanager

@@ -38,6 +38,7 @@ def executor() -> str:
 
 def report() -> str:
     """A plain-text report for `pyvgf doctor`: which executor backend="cpu" runs, and why."""
+    import os
     from importlib.metadata import PackageNotFoundError, version
 
     from .. import fast
@@ -55,15 +56,33 @@ def report() -> str:
     if fast.available():
         lines.append(f"  executor: fast (pyvgf/fast/: {versions(fast.REQUIRES)}); "
                      f'backend="reference" runs the plain numpy reference')
+        from ..fast.compiled import cache_status
+        from ..fast.threads import SPIN_COUNT
+
+        path, cached, loops = cache_status()
+        if path is None:
+            lines.append("  compiled-loop cache: none (no writable folder: every process compiles "
+                         "the loops at its first run)")
+        else:
+            state = "warm" if cached == loops else "cold: the first run compiles the rest"
+            lines.append(f"  compiled-loop cache: {path} ({state}; {cached} of {loops} loops cached)")
+        threads = fast.num_threads()
+        lines.append(f"  threads: {threads or 'one a core'} (pyvgf.set_num_threads, "
+                     f"load(..., threads=N)); idle threads sleep after "
+                     f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', SPIN_COUNT)} spins")
     else:
         lines.append(f"  executor: reference (plain numpy; {', '.join(fast.missing())} not "
                      f"installed: pip install 'pyvgf[fast]' for the fast executor)")
     return "\n".join(lines)
 
 
-def request_adapter() -> CpuAdapter:
-    """The cpu adapter: the fast executor where it is installed, else the reference."""
-    return _adapter("cpu", executor())
+def request_adapter(threads: int | None = None) -> CpuAdapter:
+    """The cpu adapter: the fast executor where it is installed, else the reference. `threads`:
+    how many threads the fast executor's loops split over in its models' runs (None:
+    `pyvgf.set_num_threads`'s count, else one a core); the reference runs on the caller's."""
+    from ..fast import check_threads
+
+    return _adapter("cpu", executor(), check_threads(threads))
 
 
 def request_reference_adapter() -> CpuAdapter:
@@ -71,21 +90,25 @@ def request_reference_adapter() -> CpuAdapter:
     return _adapter("reference", "reference")
 
 
-def _adapter(backend: str, executor: str) -> CpuAdapter:
+def _adapter(backend: str, executor: str, threads: int | None = None) -> CpuAdapter:
     return CpuAdapter(
         hal.AdapterInfo(backend=backend, name=EXECUTORS[executor], device_type="cpu",
                         driver="numpy " + np.__version__),
         hal.Limits(),
         frozenset({"VK_ARM_tensors", "VK_ARM_data_graph", "VK_ARM_data_graph_instruction_set_tosa"}),
         executor,
+        threads,
     )
 
 
 class CpuAdapter(hal.Adapter):
-    def __init__(self, info, limits, features, executor: str = "reference"):
+    def __init__(self, info, limits, features, executor: str = "reference",
+                 threads: int | None = None):
         super().__init__(info, limits, features)
         self.executor = executor
         """The TOSA executor its data graph pipelines run on: "fast" or "reference"."""
+        self.threads = threads
+        """The fast executor's thread count for its runs (None: the process default)."""
 
     def _request_device(self, shaders, label):
         return CpuDevice(self, shaders, label)

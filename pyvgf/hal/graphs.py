@@ -9,7 +9,8 @@ backend creates its pipeline only after it succeeded, so no driver sees a graph 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -24,22 +25,23 @@ def constant_array(c) -> np.ndarray:
     return np.ndarray(d.shape, d.dtype, buffer=raw, strides=d.byte_strides)
 
 
-def plan_class(executor: str) -> type:
-    """The plan class of a TOSA executor: "fast" (pyvgf/fast/) or "reference" (pyvgf/tosa/),
-    which also checks the graphs a vulkan device runs."""
+def planner(executor: str, threads: int | None = None) -> Callable:
+    """What plans a graph, `make(graph, constants)`, for a TOSA executor: the fast executor's
+    `FastPlan`, its runs split over `threads`; or the reference's `GraphPlan`, which also makes
+    the checks of the graphs a vulkan device runs."""
     if executor == "fast":
         from ..fast.plan import FastPlan
 
-        return FastPlan
+        return functools.partial(FastPlan, threads=threads)
     from ..tosa.interpreter import GraphPlan
 
     return GraphPlan
 
 
 def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequence, label: str, plan=None,
-               executor: str = "reference"):
-    """The plan of `module`'s graph `entry_point` for `executor`, checked against `resources`
-    and `constants` (a `plan` made at load is checked against them and returned)."""
+               make: Callable | None = None):
+    """The plan of `module`'s graph `entry_point` (made by `make`, see `planner`), checked against
+    `resources` and `constants` (a `plan` made at load is checked against them and returned)."""
     from ..spirv import decode_graph
 
     graph = decode_graph(module.code, entry_point or None) if plan is None else plan.graph
@@ -62,4 +64,4 @@ def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequenc
             raise HalError(f"graph constant {gid} of {label!r} is {ttype}, given {c.description}")
         if plan is None:
             arrays[gid] = constant_array(c)
-    return plan_class(executor)(graph, arrays) if plan is None else plan
+    return (make or planner("reference"))(graph, arrays) if plan is None else plan

@@ -16,6 +16,7 @@ SPIR-V word or TOSA node at fault.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -31,7 +32,6 @@ from ..format.model import (
     numpy_dtype,
 )
 from ..format.validate import validate
-from ..hal.graphs import plan_class
 from ..limits import MAX_RANK, memory_budget
 from ..spirv import decode, decode_graph
 from ..tosa.interpreter import GraphPlan
@@ -39,9 +39,9 @@ from ..tosa.interpreter import GraphPlan
 SEQUENCE = "model sequence table"
 
 
-def check(vgf: VGF, executor: str = "reference") -> dict[int, GraphPlan]:
-    """Check `vgf` whole; returns the plan of each graph segment for `executor` ("reference" or
-    "fast", see `pyvgf.hal.graphs.plan_class`), by segment index."""
+def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, GraphPlan]:
+    """Check `vgf` whole; returns the plan of each graph segment, made by `make_plan` (see
+    `pyvgf.hal.graphs.planner`), by segment index."""
     validate(vgf)
     _budget(vgf)
     plans = {}
@@ -56,7 +56,7 @@ def check(vgf: VGF, executor: str = "reference") -> dict[int, GraphPlan]:
             continue  # a compute shader's source, or none (the cpu backend runs a stand-in)
         try:
             if seg.type == ModuleType.GRAPH:
-                plans[n] = _graph(vgf, seg, module.code, module.entry_point, executor)
+                plans[n] = _graph(vgf, seg, module.code, module.entry_point, make_plan)
             else:
                 decode(module.code)
         except VGFError as exc:
@@ -126,7 +126,7 @@ def _budget(vgf: VGF) -> None:
                              f"budget of {budget} bytes (pyvgf.limits)", section="model resource table")
 
 
-def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, executor: str) -> GraphPlan:
+def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, make_plan: Callable) -> GraphPlan:
     graph = decode_graph(code, entry_point or None)
     bound: dict[tuple[int, int], int] = {}
     for position, info in enumerate(seg.set_infos):
@@ -168,7 +168,7 @@ def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, executor:
             arrays[gid] = vgf.constant_array(index)
         except ValueError as exc:
             raise VGFFormatError(str(exc), section="constants") from None
-    return plan_class(executor)(graph, arrays)
+    return make_plan(graph, arrays)
 
 
 def _described(vk_format: int, shape: list[int]) -> tuple[np.dtype | None, tuple[int, ...]]:

@@ -22,6 +22,7 @@ from .. import hal
 from ..errors import HalError, ModelInputError, VGFFormatError
 from ..format.model import VGF, BindingSlot, Format, numpy_dtype
 from ..hal.cpu import executor as cpu_executor
+from ..hal.graphs import planner
 from ..tosa.interpreter import GraphPlan
 from .check import check
 from .schedule import Execution, Schedule
@@ -223,22 +224,28 @@ def _conform(info: TensorInfo, value: object) -> np.ndarray:
 
 def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
          shaders: Mapping[str, hal.PythonShader] | None = None,
-         adapter_options: Mapping[str, object] | None = None, mmap: bool = False) -> Model:
-    """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu" or "vulkan").
+         adapter_options: Mapping[str, object] | None = None, mmap: bool = False,
+         threads: int | None = None) -> Model:
+    """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu", "reference"
+    or "vulkan").
 
     An ExecuTorch program (`.pte`, file identifier "ET12") loads as a `pyvgf.executorch.ProgramModel`
     of its "forward" method: its VGF delegates run on `backend`, the kernels between them in numpy.
 
     `shaders` maps compute module names to Python stand-ins for the cpu backend (see
     `pyvgf.register_shader`). `adapter_options` go to the backend's `request_adapter()` (the
-    vulkan backend takes e.g. `device_index`, `validation`). Everything that does not depend on
-    input values happens here. The whole model is checked (`pyvgf.runtime.check`) before the
-    backend is asked for an adapter, so no driver sees a model pyvgf rejects.
+    vulkan backend takes e.g. `device_index`, `validation`). `threads`: how many threads the
+    cpu backend's fast executor splits this model's runs over (default: `pyvgf.set_num_threads`,
+    else one a core). Everything that does not depend on input values happens here. The whole
+    model is checked (`pyvgf.runtime.check`) before the backend is asked for an adapter, so no
+    driver sees a model pyvgf rejects.
 
     A path is read into memory (`mmap=True` maps it instead: see `pyvgf.format.read` for what
     that risks); a `VGF` object is copied where it holds data its caller could still change, so
     the model never changes under a caller.
     """
+    if threads is not None:
+        adapter_options = {**(adapter_options or {}), "threads": threads}
     if isinstance(source, VGF):
         vgf = _private(source)
     else:
@@ -252,7 +259,7 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
 
         vgf = read(source, mmap=mmap)
     executor = cpu_executor() if backend == "cpu" else "reference"  # vulkan: the reference's checks
-    plans = check(vgf, executor)
+    plans = check(vgf, planner(executor, threads))
     adapter = hal.request_adapter(backend, **(adapter_options or {}))
     try:
         device = adapter.request_device(shaders=shaders)
