@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
@@ -209,7 +210,9 @@ def evaluate(model: str | os.PathLike | bytes, inputs: ray.data.Dataset | Iterab
     actors (default: one per CPU of the cluster, autoscaled) loads the model once with `backend`
     and runs the rows of its batches. `ray_options` go to `map_batches` (e.g. `num_gpus=1`).
 
-    Returns a `Summary` with `rows`, `seconds`, `rows_per_second` and, with references,
+    Returns a `Summary` with `rows`, `seconds`, `rows_per_second`, `start_seconds` (until the
+    first results came back: the actors starting and loading the model), `steady_rows_per_second`
+    (the rate after that; None when all came at once) and, with references,
     per-output lists `max_abs_error` and `top1_agreement` (the fraction of rows whose argmax
     matches; None for outputs that are not vectors). Its str() is a table.
     """
@@ -230,8 +233,10 @@ def evaluate(model: str | os.PathLike | bytes, inputs: ray.data.Dataset | Iterab
     results = inputs.map_batches(_Evaluator, fn_constructor_kwargs={"model": data, "backend": backend},
                                  batch_size=batch_size, batch_format="numpy", compute=compute,
                                  **({"num_cpus": 1} | dict(ray_options or {})))
-    rows, seen, errors, agree = 0, [], {}, {}
+    rows, seen, errors, agree, first = 0, [], {}, {}, None
     for batch in results.iter_batches(batch_size=None, batch_format="numpy"):
+        if first is None:
+            first = (time.perf_counter() - start, len(batch["row"]))
         rows += len(batch["row"])
         seen.append(batch["row"])
         for name, values in batch.items():
@@ -247,12 +252,17 @@ def evaluate(model: str | os.PathLike | bytes, inputs: ray.data.Dataset | Iterab
     if ids.size and ids.min() >= 0 and not np.array_equal(np.sort(ids), np.arange(rows)):
         raise RuntimeError(f"evaluate: {rows} results are not each input row once")
     summary = Summary(rows=rows, seconds=seconds, rows_per_second=rows / seconds if seconds else float("inf"),
+                      start_seconds=first[0] if first else seconds, steady_rows_per_second=None,
                       backend=_label(backend), workers=workers or "autoscaled")
+    if first and rows > first[1] and seconds > first[0]:
+        summary["steady_rows_per_second"] = (rows - first[1]) / (seconds - first[0])
     if errors:
         summary["max_abs_error"] = [errors[k] for k in sorted(errors)]
         summary["top1_agreement"] = [agree[k][0] / agree[k][1] if agree[k][1] else None for k in sorted(agree)]
+    steady = summary["steady_rows_per_second"]
     title = (f"pyvgf evaluate: {rows} rows on {summary['backend']}, {summary['workers']} workers, "
-             f"{seconds:.1f} s ({summary['rows_per_second']:.1f} rows/s)")
+             f"{seconds:.1f} s ({summary['start_seconds']:.1f} s to the first result, then "
+             f"{'-' if steady is None else f'{steady:.1f}'} rows/s)")
     table_rows = [(k, f"{e:.6g}", "-" if a is None else f"{a:.4f}")
                   for k, (e, a) in enumerate(zip(summary.get("max_abs_error", []), summary.get("top1_agreement", [])))]
     summary["table"] = _table(title, ("output", "max_abs_error", "top1_agreement"), table_rows)
@@ -326,30 +336,41 @@ def _safe(label: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]", "_", label)
 
 
-def _bisect(case: GraphCase, inputs: list[np.ndarray], backends: Sequence[Backend]) -> object:
-    """The debugging issue's bisection of a failing case, where this pyvgf has one (else None)."""
+def _bisect(model: bytes, inputs: list[np.ndarray], backends: Sequence[Backend]) -> tuple[str, dict[str, bytes]] | None:
+    """The debugging issue's bisection, where this pyvgf has `pyvgf.testing.bisect`: the first
+    operator on which the reference and a disagreeing backend differ, as text, and the files of
+    its one-operator reproducer (None without bisect, or when no pair disagrees)."""
     try:
         from .testing import bisect
     except ImportError:
         return None
-    return bisect(case, inputs, backends)
+    pair = [b if isinstance(b, str) and ":" not in b else _resolve(b) for b in backends]
+    with tempfile.TemporaryDirectory(prefix="pyvgf-bisect-") as tmp:
+        for other in pair[1:]:
+            try:
+                culprit = bisect(model, inputs, (pair[0], other), out=tmp)
+            except Exception as exc:  # noqa: BLE001 - the failure stands without its bisection
+                return f"bisect failed: {type(exc).__name__}: {exc}", {}
+            if culprit is not None:
+                files = {str(p.relative_to(tmp)): p.read_bytes() for p in Path(tmp).rglob("*") if p.is_file()}
+                return str(culprit).replace(tmp, "bisect"), files
+    return None
 
 
-def _check(case: GraphCase, backends: Sequence[Backend], seed: int, chunk: int, index: int,
-           out_dir: Path) -> str | None:
-    """Run one case on every backend; on a disagreement or an error write its reproducer folder
-    (model.vgf, model.mlir, inputs/, outputs/<backend>/, failure.json) and return its path."""
+def _check(case: GraphCase, backends: Sequence[Backend], seed: int, chunk: int, index: int) -> dict | None:
+    """Run one case on every backend; on a disagreement or a backend's error, what its
+    reproducer folder will hold (the driver writes it: workers need no shared disk)."""
     from .testing import assert_backends_agree
 
     input_seed = _seed(seed, chunk, index)
     inputs = case.random_inputs(input_seed)
     model = case.to_vgf()
     labels = [_label(b) for b in backends]
-    outputs: dict[str, Sequence[np.ndarray]] = {}
+    outputs: dict[str, list[np.ndarray]] = {}
 
     def recording(label: str, function: Callable) -> Callable:
         def run(vgf: bytes, arrays: list[np.ndarray]) -> Sequence[np.ndarray]:
-            outputs[label] = function(vgf, arrays)
+            outputs[label] = [np.asarray(o) for o in function(vgf, arrays)]
             return outputs[label]
         run.__name__ = label
         return run
@@ -359,23 +380,31 @@ def _check(case: GraphCase, backends: Sequence[Backend], seed: int, chunk: int, 
         return None
     except Exception as exc:  # noqa: BLE001 - a backend's error is a finding, kept in the reproducer
         message = f"{type(exc).__name__}: {exc}"
-    name = f"case-{chunk:05d}-{index:03d}"
-    final = out_dir / name
-    partial = out_dir / f".{name}.{os.getpid()}"
+    found = _bisect(model, inputs, backends)
+    record = {"case": f"case-{chunk:05d}-{index:03d}", "seed": seed, "chunk": chunk, "index": index,
+              "input_seed": input_seed, "chunk_size": CHUNK, "description": case.description,
+              "backends": labels, "message": message, "bisect": None if found is None else found[0]}
+    return {"record": record, "model": model, "mlir": case.to_mlir(), "inputs": inputs, "outputs": outputs,
+            "bisect_files": {} if found is None else found[1]}
+
+
+def _write(out_dir: Path, failure: dict) -> str:
+    """A reproducer folder: model.vgf, model.mlir, inputs/, outputs/<backend>/, failure.json
+    (and bisect/, the first disagreeing operator alone, where pyvgf has `testing.bisect`);
+    written under a temporary name and renamed, so a folder is there whole or not at all."""
+    record = dict(failure["record"])
+    final = out_dir / record["case"]
+    partial = out_dir / f".{record['case']}.partial"
     shutil.rmtree(partial, ignore_errors=True)
     try:
-        input_dtypes = _save_arrays(partial / "inputs", inputs, "input")
-        output_dtypes = {}
-        for label in labels:
-            if label in outputs:
-                output_dtypes[label] = _save_arrays(partial / "outputs" / _safe(label), list(outputs[label]), "output")
-        (partial / "model.vgf").write_bytes(model)
-        (partial / "model.mlir").write_text(case.to_mlir())
-        found = _bisect(case, inputs, backends)
-        record = {"case": name, "seed": seed, "chunk": chunk, "index": index, "input_seed": input_seed,
-                  "chunk_size": CHUNK, "description": case.description, "backends": labels,
-                  "message": message, "input_dtypes": input_dtypes, "output_dtypes": output_dtypes,
-                  "bisect": None if found is None else str(found)}
+        record["input_dtypes"] = _save_arrays(partial / "inputs", failure["inputs"], "input")
+        record["output_dtypes"] = {label: _save_arrays(partial / "outputs" / _safe(label), arrays, "output")
+                                   for label, arrays in failure["outputs"].items()}
+        (partial / "model.vgf").write_bytes(failure["model"])
+        (partial / "model.mlir").write_text(failure["mlir"])
+        for name, data in failure["bisect_files"].items():
+            (partial / "bisect" / name).parent.mkdir(parents=True, exist_ok=True)
+            (partial / "bisect" / name).write_bytes(data)
         (partial / "failure.json").write_text(json.dumps(record, indent=2) + "\n")
         shutil.rmtree(final, ignore_errors=True)
         partial.rename(final)
@@ -385,13 +414,13 @@ def _check(case: GraphCase, backends: Sequence[Backend], seed: int, chunk: int, 
 
 
 def _chunk(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], seed: int, chunk: int,
-           size: int, out_dir: str, budget: int) -> dict[str, Any]:
+           size: int, budget: int) -> dict[str, Any]:
     """One Ray task: draw a chunk's cases and check them, stopping after `budget` failures."""
     _share_cores()
     failures, cases = [], 0
     for index, case in enumerate(draw(strategy, seed, chunk, size)):
         cases += 1
-        found = _check(case, backends, seed, chunk, index, Path(out_dir))
+        found = _check(case, backends, seed, chunk, index)
         if found:
             failures.append(found)
             if len(failures) >= budget:
@@ -407,7 +436,8 @@ def campaign(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], *
     The first backend is the reference (`pyvgf.testing.assert_backends_agree`'s rules). Cases
     are drawn in chunks of `CHUNK`, chunk c from hypothesis seeded by (seed, c) (`draw`), so a
     campaign draws the same cases whatever the number of workers. Every disagreement or backend
-    error leaves a reproducer folder under `out_dir`. At most `workers` tasks (default: one
+    error leaves a reproducer folder under `out_dir`, written by this process (workers on other
+    machines send theirs back), see `read_reproducer`. At most `workers` tasks (default: one
     per CPU of the cluster) run at once; `ray_options` go to each task (e.g. `num_gpus=1`, or
     a custom resource naming a device). The campaign stops once `max_failures` are found.
 
@@ -435,13 +465,12 @@ def campaign(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], *
         while chunks or pending:
             while chunks and len(pending) < limit:
                 c, size = chunks.pop(0)
-                pending[task.remote(strategy_ref, list(backends), seed, c, size, str(out),
-                                    max_failures - len(failures))] = c
+                pending[task.remote(strategy_ref, list(backends), seed, c, size, max_failures - len(failures))] = c
             done, _ = ray.wait(list(pending), num_returns=1)
             pending.pop(done[0])
             result = ray.get(done[0])
             cases += result["cases"]
-            failures += result["failures"]
+            failures += [_write(out, failure) for failure in result["failures"]]
             bar.update(result["cases"])
             bar.set_postfix(failures=len(failures))
             if len(failures) >= max_failures:
@@ -458,5 +487,5 @@ def campaign(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], *
     for folder in failures:
         record = json.loads((Path(folder) / "failure.json").read_text())
         rows.append((record["case"], record["description"], record["message"].splitlines()[0][:100], folder))
-    summary["table"] = _table(title, ("case", "family", "failure", "reproducer"), rows)
+    summary["table"] = _table(title, ("case", "drawn", "failure", "reproducer"), rows)
     return summary
