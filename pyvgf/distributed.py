@@ -104,9 +104,13 @@ def _label(backend: Backend) -> str:
 
 
 def _share_cores() -> None:
-    """numba's threads (pyvgf cpu's loops) only on the CPUs Ray gave this worker."""
-    import numba
+    """numba's threads (the fast cpu executor's loops) only on the CPUs Ray gave this worker."""
     import ray
+
+    try:
+        import numba
+    except ImportError:  # no `fast` extra: the reference executor, one thread
+        return
 
     cpus = ray.get_runtime_context().get_assigned_resources().get("CPU", 1.0)
     numba.set_num_threads(max(1, min(int(cpus), numba.config.NUMBA_NUM_THREADS)))
@@ -337,13 +341,11 @@ def _safe(label: str) -> str:
 
 
 def _bisect(model: bytes, inputs: list[np.ndarray], backends: Sequence[Backend]) -> tuple[str, dict[str, bytes]] | None:
-    """The debugging issue's bisection, where this pyvgf has `pyvgf.testing.bisect`: the first
-    operator on which the reference and a disagreeing backend differ, as text, and the files of
-    its one-operator reproducer (None without bisect, or when no pair disagrees)."""
-    try:
-        from .testing import bisect
-    except ImportError:
-        return None
+    """`pyvgf.testing.bisect` of the reference against each other backend in turn: the first
+    operator a pair disagrees on, as text, and the files of its one-operator reproducer (None
+    when no pair disagrees on the outputs, e.g. when a backend raised)."""
+    from .testing.bisect import bisect
+
     pair = [b if isinstance(b, str) and ":" not in b else _resolve(b) for b in backends]
     with tempfile.TemporaryDirectory(prefix="pyvgf-bisect-") as tmp:
         for other in pair[1:]:
@@ -390,7 +392,7 @@ def _check(case: GraphCase, backends: Sequence[Backend], seed: int, chunk: int, 
 
 def _write(out_dir: Path, failure: dict) -> str:
     """A reproducer folder: model.vgf, model.mlir, inputs/, outputs/<backend>/, failure.json
-    (and bisect/, the first disagreeing operator alone, where pyvgf has `testing.bisect`);
+    (and bisect/: `pyvgf.testing.bisect`'s one-operator reproducer of the first disagreeing op);
     written under a temporary name and renamed, so a folder is there whole or not at all."""
     record = dict(failure["record"])
     final = out_dir / record["case"]

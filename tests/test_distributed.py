@@ -57,19 +57,23 @@ def test_evaluate_survives_a_dead_worker(local_ray, classifier, tmp_path):
     assert "| 0 | " in str(summary) and "24 rows" in str(summary)
 
 
-def test_evaluate_a_dataset_once_per_actor(local_ray, classifier):
+def test_evaluate_a_pte_dataset_against_torch(local_ray, classifier):
+    """A Ray Dataset through an ExecuTorch program (ExecuTorch's export, tests/fixtures/pte):
+    three inputs, three outputs, compared with torch's outputs for the same inputs."""
     import ray.data
 
-    x = np.random.default_rng(0).standard_normal((10, 1, 10)).astype(np.float32)
-    model = pyvgf.load(classifier)
-    dataset = ray.data.from_items([{"input_0": row, "reference_0": model.run([row])[0]} for row in x])
-    summary = evaluate(str(classifier), dataset, workers=1)
-    assert summary["rows"] == 10
-    assert summary["max_abs_error"] == [0.0] and summary["top1_agreement"] == [1.0]
+    folder = Path(__file__).parent / "fixtures" / "pte" / "multi_io"
+    row = {f"input_{i}": np.load(folder / f"input_{i}.npy") for i in range(3)}
+    row |= {f"reference_{i}": np.load(folder / f"torch_{i}.npy") for i in range(3)}
+    summary = evaluate(folder / "model.pte", ray.data.from_items([row] * 6), workers=1)
+    assert summary["rows"] == 6
+    assert len(summary["max_abs_error"]) == 3 and max(summary["max_abs_error"]) < 1e-5
+    assert summary["top1_agreement"] == [None] * 3                          # no vector outputs
+    x = [np.zeros((1, 10), np.float32)]
     with pytest.raises(ValueError, match="references: 1 rows, fewer than the inputs"):
-        evaluate(classifier, [[x[0]], [x[1]]], [[x[0]]])
+        evaluate(classifier, [x, x], [x])
     with pytest.raises(ValueError, match="as its columns reference_0"):
-        evaluate(classifier, dataset, [[x[0]]])
+        evaluate(classifier, ray.data.from_items([row]), [x])
 
 
 def _planted(marker: Path):
@@ -102,13 +106,15 @@ def test_campaign_finds_a_planted_disagreement(local_ray, tmp_path):
         assert all(np.array_equal(a, b) for a, b in zip(cpu, case["outputs"]["cpu"]))
         assert any(o.size > 8 for o in cpu)                                  # what was planted
         assert not all(np.array_equal(a, b) for a, b in zip(cpu, planted(case["model"], case["inputs"])))
+        assert case["record"]["bisect"].startswith("first operator where cpu and")      # the one op
+        assert list((Path(folder) / "bisect").glob("*/op.vgf"))
 
 
 def test_campaign_draws_the_same_cases_on_any_worker_count(local_ray, tmp_path):
     marker = tmp_path / "never"
-    runs = [campaign(ops(["binary"]), ["cpu", _planted(marker)], n=40, seed=11, workers=w,
+    runs = [campaign(ops(["binary"]), ["cpu", _planted(marker)], n=30, seed=11, workers=w,
                      out_dir=tmp_path / f"w{w}", max_failures=100, progress=False) for w in (1, 2)]
-    assert runs[0]["cases"] == runs[1]["cases"] == 40
+    assert runs[0]["cases"] == runs[1]["cases"] == 30
     names = [[Path(f).name for f in run["failures"]] for run in runs]
     assert names[0] == names[1] and names[0]
     again = [c.to_mlir() for c in draw(ops(["binary"]), seed=11, chunk=1)]

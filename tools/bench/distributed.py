@@ -76,7 +76,9 @@ def _loop(vgf: Path, rows_file: Path, threads: int | None) -> dict:
         for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
             env[var] = str(threads)
     done = subprocess.run([sys.executable, __file__, "--loop-child", str(vgf), str(rows_file)], env=env,
-                          capture_output=True, text=True, check=True)
+                          capture_output=True, text=True, check=False)
+    if done.returncode:
+        raise RuntimeError(f"the loop process failed ({done.returncode}):\n{done.stderr}")
     return json.loads(done.stdout.splitlines()[-1])
 
 
