@@ -99,15 +99,27 @@ def test_qadd_within_one_output_step_of_torch(loaded):
     assert float(np.abs(out - want).max()) <= scale
 
 
-def test_portable_quantize_kernels_equal_executorch_runtime(loaded):
-    """Per tensor and per channel, on and around every rounding half-way point and past the
-    int8 range: bit-equal to ExecuTorch's own runtime."""
-    outputs = loaded("qdq_portable").run(arrays("qdq_portable", "input"))
-    expected = arrays("qdq_portable", "executorch")
-    assert [o.dtype for o in outputs] == [np.int8, np.float32, np.int8, np.float32]
+@pytest.mark.parametrize("name", [n for n in ALL if (FIXTURES / n / "executorch_0.npy").exists()])
+def test_portable_kernels_equal_executorch_runtime(loaded, name):
+    """qdq_portable: quantize/dequantize per tensor and per channel, on and around every rounding
+    half-way point and past the int8 range. portable_ops: data movement (with a static view
+    ExecuTorch plans at its base's bytes) and elementwise math on float32 and int64. Both
+    bit-equal to ExecuTorch's own runtime."""
+    outputs = loaded(name).run(arrays(name, "input"))
+    expected = arrays(name, "executorch")
+    assert len(outputs) == len(expected)
     for out, want in zip(outputs, expected):
         assert out.dtype == want.dtype
         assert np.array_equal(out, want)
+
+
+def test_portable_fixtures_cover_the_cpu_kernels():
+    kernels = set()
+    for name in ("qdq_portable", "portable_ops", "two_delegates"):
+        method = read(FIXTURES / name / "model.pte").method()
+        kernels |= {method.operators[i.op_index].qualified for i in method.instructions if isinstance(i, KernelCall)}
+    assert {"aten::trunc.out", "aten::split_with_sizes_copy.out", "aten::permute_copy.out", "aten::cat.out",
+            "quantized_decomposed::quantize_per_channel.out", "dim_order_ops::_to_dim_order_copy.out"} <= kernels
 
 
 def test_quantized_model_interface(loaded):

@@ -102,6 +102,21 @@ class QuantDequant(nn.Module):
                 qy, ops.dequantize_per_channel(qy, self.scales, self.zero_points, 0, -128, 127, torch.int8))
 
 
+class PortableOps(nn.Module):
+    """Data movement and elementwise math as ExecuTorch's portable kernels run them, no delegate
+    (int64 tensors are among what Arm's partitioner rejects)."""
+
+    def forward(self, x, i):
+        a = torch.cat([x, torch.trunc(x * 3.0)], dim=1).permute(2, 0, 1)  # [4, 2, 6]
+        b = a[1:3, :, ::2].reshape(2, 6).transpose(0, 1)  # [6, 2]
+        c = torch.clamp(torch.floor(b - 0.25), -1.0, 1.0).unsqueeze(0).expand(3, 6, 2)
+        d = torch.where(x > 0, x, -x).flip(0).repeat(1, 2, 1)  # [2, 6, 4]
+        s1, s2 = torch.split(x, [1, 2], dim=1)
+        j = torch.div(i * 7 - 20, 3, rounding_mode="floor") + torch.sub(i, 2, alpha=3)
+        k = (i.to(torch.float32) / 4.0).squeeze(0)
+        return c, d, s1 * 2.0, s2.neg().abs(), j, k, torch.eq(i, 3), torch.select(x, 2, 1)
+
+
 def _divisible(v: float, divisor: int = 8) -> int:
     new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
     return new_v + divisor if new_v < 0.9 * v else new_v
@@ -351,6 +366,12 @@ FIXTURES = {
         "description": "two_delegates written with extract_delegate_segments=True (extended header)",
         "model": TwoDelegates, "profile": "TOSA-1.0+FP", "segments": True,
         "inputs": _randn((2, 8), (2, 8), seed=7),
+    },
+    "portable_ops": {
+        "description": "data movement and elementwise kernels, float32 and int64, no delegate (ExecuTorch's kernels)",
+        "model": PortableOps, "no_delegate": True,
+        "inputs": lambda: (torch.randn((2, 3, 4), generator=torch.Generator().manual_seed(8)),
+                           torch.randint(-9, 9, (1, 2, 3), generator=torch.Generator().manual_seed(9))),
     },
     "qdq_portable": {
         "description": "quantize + dequantize per tensor and per channel, no delegate (ExecuTorch's kernels)",

@@ -27,7 +27,8 @@ from .schema import DTYPES, ScalarType
 class Kernel:
     fn: Callable[..., np.ndarray]
     outs: int = 1
-    """Out tensors at the end of the argument list (each listed again as the return value)."""
+    """Out tensors at the end of the argument list (each listed again as the return value);
+    0 for a kernel whose one out argument is a tensor list."""
 
 
 KERNELS: dict[str, Kernel] = {}
@@ -372,3 +373,19 @@ def full(size, fill_value):
 @kernel("aten::full_like.out")
 def full_like(x, fill_value, *_):
     return np.full(x.shape, fill_value)
+
+
+@kernel("aten::split_copy.Tensor_out", outs=0)
+def split_copy(x, split_size, dim=0):
+    axis = _axis(dim, x.ndim)
+    if split_size <= 0:
+        raise ProgramError(f"split size {split_size} is not positive")
+    return np.split(x, range(split_size, x.shape[axis], split_size), axis=axis)
+
+
+@kernel("aten::split_with_sizes_copy.out", outs=0)
+def split_with_sizes_copy(x, sizes, dim=0):
+    axis = _axis(dim, x.ndim)
+    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+        raise ProgramError(f"split sizes {list(sizes)} do not add up to {x.shape[axis]}")
+    return np.split(x, np.cumsum(sizes)[:-1], axis=axis)

@@ -67,8 +67,9 @@ class TensorList:
 
 
 Value = int | bool | float | str | tuple | TensorSpec | TensorList | None
-"""An EValue: Null is None; Int, Bool, Double, String as Python scalars; IntList, DoubleList and
-BoolList as tuples; a Tensor as its TensorSpec; TensorList and OptionalTensorList."""
+"""An EValue: Null is None; Int, Bool, Double, String as Python scalars; IntList (its items are
+the indices of Int values, resolved at read time), DoubleList and BoolList as tuples; a Tensor
+as its TensorSpec; TensorList and OptionalTensorList."""
 
 
 @dataclass(frozen=True)
@@ -247,7 +248,7 @@ class _ConstantStore:
         self.data = data
         self.buffers: list[Span] = [b["storage"] or Span(0, 0) for b in raw["constant_buffer"] or []]
         seg = raw["constant_segment"]
-        self.offsets: list[int] = [] if seg is None else [int(o) for o in (seg["offsets"] if seg["offsets"] is not None else [])]
+        self.offsets: list[int] = [] if seg is None else list(_ints(seg["offsets"]))
         self.segment: tuple[int, int] | None = None
         if self.offsets:
             index = seg["segment_index"]
@@ -286,6 +287,7 @@ def _method(i: int, plan: dict, data: np.ndarray, inline: list[Span | None], seg
     name = plan["name"] or f"method_{i}"
     where = f"method {name!r}"
     values = [_value(k, v, where) for k, v in enumerate(plan["values"] or [])]
+    values = [_int_list(k, v, values, where) if isinstance(v, _IntListRef) else v for k, v in enumerate(values)]
     count = len(values)
 
     def index(k: int, what: str) -> int:
@@ -346,6 +348,22 @@ def _method(i: int, plan: dict, data: np.ndarray, inline: list[Span | None], seg
     )
 
 
+@dataclass(frozen=True)
+class _IntListRef:
+    """An IntList as stored: the indices of its Int values (ExecuTorch boxes each item)."""
+
+    items: tuple[int, ...]
+
+
+def _int_list(k: int, ref: _IntListRef, values: list, where: str) -> tuple[int, ...]:
+    out = []
+    for i in ref.items:
+        if not 0 <= i < len(values) or type(values[i]) is not int:
+            raise ProgramFormatError(f"{where}: int list {k} names value {i}, which is not an Int", section="program")
+        out.append(values[i])
+    return tuple(out)
+
+
 def _value(k: int, ev: dict, where: str) -> Value:
     tag, body = ev["val"]
     if body is None or tag == KernelTypes.NULL:
@@ -359,7 +377,7 @@ def _value(k: int, ev: dict, where: str) -> Value:
     if tag == KernelTypes.STRING:
         return body["string_val"] or ""
     if tag == KernelTypes.INT_LIST:
-        return _ints(body["items"])
+        return _IntListRef(_ints(body["items"]))
     if tag == KernelTypes.DOUBLE_LIST:
         return tuple(float(x) for x in (body["items"] if body["items"] is not None else ()))
     if tag == KernelTypes.BOOL_LIST:

@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -25,6 +26,9 @@ from ..hal.cpu import executor as cpu_executor
 from ..tosa.interpreter import GraphPlan
 from .check import check
 from .schedule import Execution, Schedule
+
+if TYPE_CHECKING:
+    from ..executorch.model import ProgramModel
 
 
 @dataclass(frozen=True)
@@ -223,7 +227,7 @@ def _conform(info: TensorInfo, value: object) -> np.ndarray:
 
 def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
          shaders: Mapping[str, hal.PythonShader] | None = None,
-         adapter_options: Mapping[str, object] | None = None, mmap: bool = False) -> Model:
+         adapter_options: Mapping[str, object] | None = None, mmap: bool = False) -> Model | ProgramModel:
     """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu" or "vulkan").
 
     An ExecuTorch program (`.pte`, file identifier "ET12") loads as a `pyvgf.executorch.ProgramModel`
