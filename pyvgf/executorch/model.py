@@ -375,9 +375,9 @@ def _adapter(spec: TensorSpec, info: TensorInfo, where: str) -> Callable[[np.nda
 
 
 def load(source: str | os.PathLike | bytes | Program, backend: str = "cpu", *, method: str | None = None,
-         shaders: Mapping[str, object] | None = None,
-         adapter_options: Mapping[str, object] | None = None) -> ProgramModel:
+         shaders: Mapping[str, object] | None = None, adapter_options: Mapping[str, object] | None = None,
+         mmap: bool = False) -> ProgramModel:
     """Load an ExecuTorch program (path, bytes or `Program`) and plan `method` (default:
     "forward", or the only one) on `backend`; the other arguments are `pyvgf.load()`'s."""
-    program = source if isinstance(source, Program) else read_program(source)
+    program = source if isinstance(source, Program) else read_program(source, mmap=mmap)
     return ProgramModel(program, method, backend, shaders=shaders, adapter_options=adapter_options)

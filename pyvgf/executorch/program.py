@@ -178,10 +178,11 @@ def is_program(source: str | os.PathLike | bytes | bytearray | memoryview) -> bo
     return len(head) == 8 and head[4:8] == schema.FILE_IDENTIFIER
 
 
-def read(source: str | os.PathLike | bytes | bytearray | memoryview) -> Program:
+def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bool = False) -> Program:
     """Read an ExecuTorch program (path or buffer). Raises ProgramFormatError naming the part
-    and byte offset of anything malformed."""
-    data = snapshot(source, use_mmap=False)
+    and byte offset of anything malformed. A path is read into memory (`mmap=True` maps it, at
+    the risks `pyvgf.format.read` names); a mutable buffer is copied."""
+    data = snapshot(source, mmap)
     size = len(data)
     if size < 8 or bytes(data[4:8]) != schema.FILE_IDENTIFIER:
         found = bytes(data[4:8]) if size >= 8 else b""

@@ -252,7 +252,7 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
         if is_program(source):  # an ExecuTorch program: see pyvgf.executorch
             from ..executorch.model import load as load_program
 
-            return load_program(source, backend, shaders=shaders, adapter_options=adapter_options)
+            return load_program(source, backend, shaders=shaders, adapter_options=adapter_options, mmap=mmap)
 
         vgf = read(source, mmap=mmap)
     executor = cpu_executor() if backend == "cpu" else "reference"  # vulkan: the reference's checks
