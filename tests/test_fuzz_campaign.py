@@ -27,7 +27,7 @@ def _require(target: str) -> None:
 
 
 @pytest.mark.parametrize("target,cases", [("read", 300), ("load-cpu", 60), ("spirv-cpu", 60), ("cli", 8),
-                                          ("load-vulkan", 20), ("spirv-vulkan", 20)])
+                                          ("load-vulkan", 20), ("spirv-vulkan", 20), ("pte", 60)])
 def test_short_campaign(target, cases, tmp_path):
     _require(target)
     report = fuzz.campaign(target, campaign_tool.seeds_for(target), cases, seed=1, out=tmp_path)
@@ -37,7 +37,7 @@ def test_short_campaign(target, cases, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("target", ["read", "load-cpu", "spirv-cpu", "cli", "load-vulkan", "spirv-vulkan"])
+@pytest.mark.parametrize("target", ["read", "load-cpu", "spirv-cpu", "cli", "load-vulkan", "spirv-vulkan", "pte"])
 def test_long_campaign(target, tmp_path):
     _require(target)
     cases = int(os.environ.get("PYVGF_FUZZ_CASES", "100000"))

@@ -6,7 +6,8 @@
 
 Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of shared/fixtures/real,
 model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
-mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py). `--jobs N`
+mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py); the pte target
+mutates the ExecuTorch programs of tests/fixtures/pte. `--jobs N`
 splits each target's cases over N workers. Prints, per target: cases by outcome, failures
 (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
 workers' peak resident memory; exits 1 when there was a failure.
@@ -48,7 +49,15 @@ def spirv_seeds() -> list[bytes]:
     return [make().to_bytes() for make in GRAPHS.values()]
 
 
+def pte_seeds() -> list[bytes]:
+    """ExecuTorch programs made by ExecuTorch's own export (tests/fixtures/pte), the small ones."""
+    paths = sorted((ROOT / "tests" / "fixtures" / "pte").glob("*/model.pte"))
+    return [p.read_bytes() for p in paths if p.stat().st_size < 100_000]
+
+
 def seeds_for(target: str) -> list[bytes]:
+    if target == "pte":
+        return pte_seeds()
     return spirv_seeds() if target.startswith("spirv") else vgf_seeds()
 
 

@@ -381,3 +381,10 @@ def load(source: str | os.PathLike | bytes | Program, backend: str = "cpu", *, m
     "forward", or the only one) on `backend`; the other arguments are `pyvgf.load()`'s."""
     program = source if isinstance(source, Program) else read_program(source, mmap=mmap)
     return ProgramModel(program, method, backend, shaders=shaders, adapter_options=adapter_options)
+
+
+def fuzz_target(data: bytes) -> None:
+    """The fuzz campaign's .pte target (`pyvgf.testing.fuzz`, target "pte"): load the bytes as a
+    program on the cpu backend and run its method once on zeros."""
+    with load(data) as model:
+        model.run([np.zeros(i.shape, i.dtype) for i in model.inputs])

@@ -300,6 +300,7 @@ TARGETS: dict[str, Target] = {
     "spirv-cpu": Target("pyvgf.testing.fuzz:load_cpu_target", mutate_spirv),
     "spirv-vulkan": Target("pyvgf.testing.fuzz:load_vulkan_target", mutate_spirv),
     "cli": Target("pyvgf.testing.fuzz:cli_target", mutate_vgf),
+    "pte": Target("pyvgf.executorch.model:fuzz_target", mutate_bytes),
 }
 """Every fuzz target by name; add yours with one entry (see the module docstring)."""
 
