@@ -28,6 +28,9 @@ SMALL = [name for name in ALL if (FIXTURES / name / "model.pte").stat().st_size 
 
 FLOAT_RTOL = 1e-4
 """Float programs: |pyvgf - torch| <= FLOAT_RTOL * max|torch| (spec/executorch.md)."""
+WITHIN_ONE_ULP = {("portable_math", 3)}
+"""tanh: ExecuTorch calls the C library's tanhf, which is not correctly rounded; pyvgf rounds
+the float64 tanh, within one unit in the last place of it (spec/executorch.md)."""
 QUANT_COSINE = 0.95
 """Quantized programs against the float model in torch: cosine similarity at least this."""
 
@@ -103,14 +106,18 @@ def test_qadd_within_one_output_step_of_torch(loaded):
 def test_portable_kernels_equal_executorch_runtime(loaded, name):
     """qdq_portable: quantize/dequantize per tensor and per channel, on and around every rounding
     half-way point and past the int8 range. portable_ops: data movement (with a static view
-    ExecuTorch plans at its base's bytes) and elementwise math on float32 and int64. Both
-    bit-equal to ExecuTorch's own runtime."""
+    ExecuTorch plans at its base's bytes) and elementwise math on float32 and int64.
+    portable_math: more elementwise math on float32 and int32. Bit-equal to ExecuTorch's own
+    runtime (tanh within one ulp)."""
     outputs = loaded(name).run(arrays(name, "input"))
     expected = arrays(name, "executorch")
     assert len(outputs) == len(expected)
-    for out, want in zip(outputs, expected):
+    for k, (out, want) in enumerate(zip(outputs, expected)):
         assert out.dtype == want.dtype
-        assert np.array_equal(out, want)
+        if (name, k) in WITHIN_ONE_ULP:
+            assert np.abs(out.view(np.int32).astype(np.int64) - want.view(np.int32)).max() <= 1
+        else:
+            assert np.array_equal(out, want), (name, k)
 
 
 def test_portable_fixtures_cover_the_cpu_kernels():

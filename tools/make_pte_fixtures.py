@@ -117,6 +117,21 @@ class PortableOps(nn.Module):
         return c, d, s1 * 2.0, s2.neg().abs(), j, k, torch.eq(i, 3), torch.select(x, 2, 1)
 
 
+class PortableMath(nn.Module):
+    """More elementwise math as ExecuTorch's portable kernels run it, no delegate."""
+
+    def forward(self, x, y, i, j):
+        a = torch.abs(x)
+        return (torch.exp(x), torch.log(a + 1.0), torch.sigmoid(x), torch.tanh(x), torch.sin(x), torch.cos(x),
+                torch.sqrt(a), torch.rsqrt(a + 0.5), torch.reciprocal(y), torch.pow(x, 2.0), torch.maximum(x, y),
+                torch.minimum(x, y), torch.remainder(x, 0.7), torch.fmod(x, y), torch.round(x * 3.0), torch.ceil(x),
+                torch.sign(x), nn.functional.hardtanh(x), torch.clamp(x, min=-0.5), torch.relu(x), torch.rsub(x, 1.0),
+                x <= y, x < y, x != y, torch.logical_xor(x > 0, y > 0), torch.logical_not(x > 0),
+                torch.bitwise_and(i, j), torch.bitwise_or(i, j), torch.bitwise_xor(i, j), torch.bitwise_not(i),
+                torch.div(i, j, rounding_mode="trunc"), torch.div(i, j, rounding_mode="floor"), i / j,
+                torch.abs(i) * 3 + 1, torch.full_like(x, 2.5), x.clone(), torch.transpose(x, 0, 1))
+
+
 def _divisible(v: float, divisor: int = 8) -> int:
     new_v = max(divisor, int(v + divisor / 2) // divisor * divisor)
     return new_v + divisor if new_v < 0.9 * v else new_v
@@ -372,6 +387,15 @@ FIXTURES = {
         "model": PortableOps, "no_delegate": True,
         "inputs": lambda: (torch.randn((2, 3, 4), generator=torch.Generator().manual_seed(8)),
                            torch.randint(-9, 9, (1, 2, 3), generator=torch.Generator().manual_seed(9))),
+    },
+    "portable_math": {
+        "description": "elementwise math, float32 and int32, no delegate (ExecuTorch's kernels)",
+        "model": PortableMath, "no_delegate": True,
+        "inputs": lambda: (torch.randn((3, 4), generator=torch.Generator().manual_seed(10)) * 2,
+                           torch.randn((3, 4), generator=torch.Generator().manual_seed(11)) * 2,
+                           torch.randint(-50, 50, (3, 4), dtype=torch.int32, generator=torch.Generator().manual_seed(12)),
+                           torch.randint(1, 9, (3, 4), dtype=torch.int32, generator=torch.Generator().manual_seed(13))
+                           * torch.tensor([1, -1, 1, -1], dtype=torch.int32)),
     },
     "qdq_portable": {
         "description": "quantize + dequantize per tensor and per channel, no delegate (ExecuTorch's kernels)",

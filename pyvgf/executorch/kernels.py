@@ -160,11 +160,22 @@ def dequantize_per_channel(q, scales, zero_points, axis, qmin, qmax, dtype, out_
 
 # --- elementwise ---------------------------------------------------------------------------
 
+def _libm(op: Callable) -> Callable:
+    """A transcendental as ExecuTorch's portable kernel gets it from the C library (expf, logf,
+    sinf, cosf: correctly rounded): numpy's float32 loops are a ulp off at times, the float64
+    result rounded to float32 is not. (tanhf is not correctly rounded: this is within a ulp.)"""
+
+    def fn(x):
+        return op(x.astype(np.float64)).astype(x.dtype)
+
+    return fn
+
+
 for _name, _op in {
     "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sqrt": np.sqrt,
-    "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
-    "reciprocal": np.reciprocal, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
-    "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)),
+    "exp": _libm(np.exp), "log": _libm(np.log), "sin": _libm(np.sin), "cos": _libm(np.cos),
+    "tanh": _libm(np.tanh), "reciprocal": np.reciprocal, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
+    "sigmoid": lambda x: np.reciprocal(x.dtype.type(1) + _libm(np.exp)(-x)),
 }.items():
     kernel(f"aten::{_name}.out")(_float_unary(_op))
 

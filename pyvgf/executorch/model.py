@@ -174,7 +174,8 @@ class ProgramModel:
 
         def step(env: list) -> None:
             try:
-                result = fn(*[_arg(env, a) for a in inputs])
+                with np.errstate(all="ignore"):  # IEEE results, as ExecuTorch's C++ kernels give
+                    result = fn(*[_arg(env, a) for a in inputs])
             except (TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as exc:
                 raise ProgramError(f"{where}: {exc}") from None
             results = result if kernel.outs != 1 else (result,)
