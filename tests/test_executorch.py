@@ -347,3 +347,16 @@ def test_delegates_on_the_vulkan_backend(name):
     kind = "exact" if (FIXTURES / name / "exact_0.npy").exists() else "torch"
     for out, want in zip(outputs, arrays(name, kind)):
         assert np.array_equal(out, want)
+
+
+def test_runs_from_several_threads(loaded):
+    from concurrent.futures import ThreadPoolExecutor
+
+    model = loaded("two_delegates")
+    rng = np.random.default_rng(3)
+    cases = [[rng.standard_normal((2, 8)).astype(np.float32) for _ in range(2)] for _ in range(16)]
+    alone = [model.run(c) for c in cases]
+    with ThreadPoolExecutor(4) as pool:
+        together = list(pool.map(model.run, cases))
+    for a, b in zip(alone, together):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
