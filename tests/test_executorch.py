@@ -176,6 +176,14 @@ def test_inputs_by_name_and_bad_inputs(loaded):
         model.run(inputs[:2])
 
 
+def test_keyword_inputs_are_named(loaded):
+    model = loaded("keyword_inputs")
+    assert [i.name for i in model.inputs] == ["input_0", "scale", "bias"]
+    x, scale, bias = arrays("keyword_inputs", "input")
+    (out,) = model.run({"bias": bias, "input_0": x, "scale": scale})
+    assert np.array_equal(out, arrays("keyword_inputs", "torch")[0])
+
+
 def test_outputs_are_new_arrays(loaded):
     model = loaded("two_delegates")
     inputs = arrays("two_delegates", "input")

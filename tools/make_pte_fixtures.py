@@ -77,6 +77,13 @@ class MultiIO(nn.Module):
         return p, s - 1.0, torch.relu(b)
 
 
+class KeywordInputs(nn.Module):
+    """Exported with keyword arguments: the program records their names."""
+
+    def forward(self, x, *, scale, bias):
+        return x * scale + bias
+
+
 class TwoDelegates(nn.Module):
     """trunc stays on the CPU under Arm's 1.5.1 VGF partitioner: two delegates around it."""
 
@@ -215,12 +222,13 @@ def _compile_spec(profile: str, intermediates: str) -> VgfCompileSpec:
 
 
 def export(model: nn.Module, inputs: tuple, profile: str, quantize: bool, intermediates: str,
-           segments: bool = False):
+           segments: bool = False, keywords: tuple[str, ...] = ()):
     """`aot_arm_compiler -t vgf --delegate [--quantize]`'s steps; returns (program bytes, the
     quantized module or None, the edge program). `segments` moves the delegates out of the
     FlatBuffer into data segments behind an extended header."""
     spec = _compile_spec(profile, intermediates)
-    ep = torch.export.export(model, inputs)
+    args, kwargs = _split(inputs, keywords)
+    ep = torch.export.export(model, args, kwargs=kwargs)
     quantized = None
     if quantize:
         quantizer = create_quantizer(spec)
@@ -234,6 +242,12 @@ def export(model: nn.Module, inputs: tuple, profile: str, quantize: bool, interm
     )
     program = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=segments))
     return program.buffer, quantized, edge
+
+
+def _split(inputs: tuple, keywords: tuple[str, ...]) -> tuple[tuple, dict]:
+    """The last len(keywords) inputs as keyword arguments."""
+    cut = len(inputs) - len(keywords)
+    return tuple(inputs[:cut]), dict(zip(keywords, inputs[cut:]))
 
 
 def _quantize(x: np.ndarray, scale: float, zp: int, qmin: int, qmax: int, dtype) -> np.ndarray:
@@ -291,8 +305,9 @@ def make(name: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model, inputs = spec["model"](), spec["inputs"]()
         model.eval()
+        args, kwargs = _split(inputs, spec.get("keywords", ()))
         with torch.no_grad():
-            expected = model(*inputs)
+            expected = model(*args, **kwargs)
         expected = expected if isinstance(expected, tuple) else (expected,)
         meta = {"executorch": version("executorch"), "torch": torch.__version__,
                 "description": spec["description"]}
@@ -303,7 +318,7 @@ def make(name: str, out: Path) -> None:
             runtime_out = _run_executorch(program, inputs)
         else:
             program, _, edge = export(model, inputs, spec["profile"], spec.get("quantize", False), tmp,
-                                      spec.get("segments", False))
+                                      spec.get("segments", False), spec.get("keywords", ()))
             meta["profile"] = spec["profile"]
             exact_out = runtime_out = None
             if spec.get("quantize"):
@@ -371,6 +386,11 @@ FIXTURES = {
         "description": "three inputs of different shapes, three outputs, fp32, delegated",
         "model": MultiIO, "profile": "TOSA-1.0+FP",
         "inputs": _randn((2, 3, 4), (2, 3, 4), (1, 3, 1), seed=6),
+    },
+    "keyword_inputs": {
+        "description": "x * scale + bias with scale and bias passed by keyword, fp32, delegated",
+        "model": KeywordInputs, "profile": "TOSA-1.0+FP", "keywords": ("scale", "bias"),
+        "inputs": _randn((2, 5), (2, 5), (1, 5), seed=14),
     },
     "two_delegates": {
         "description": "x * 4 + y, trunc on the CPU, then * 0.5 - x: two VGF delegates, fp32",

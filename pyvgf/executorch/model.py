@@ -65,7 +65,8 @@ class ProgramModel:
         self.method: Method = program.method(method)
         self.backend = backend
         m = self.method
-        self.inputs: list[TensorInfo] = [_info(m, k, f"input_{i}") for i, k in enumerate(m.inputs)]
+        names = m.input_names or (None,) * len(m.inputs)
+        self.inputs: list[TensorInfo] = [_info(m, k, f"input_{i}", names[i]) for i, k in enumerate(m.inputs)]
         """The method's inputs, with the dtypes the program declares."""
         self.outputs: list[TensorInfo] = [_info(m, k, f"output_{i}") for i, k in enumerate(m.outputs)]
         """The method's outputs, in the order run() returns them."""
@@ -295,14 +296,16 @@ class ProgramModel:
                 f"{len(self._steps)} instruction(s); in: {ins}; out: {outs}>")
 
 
-def _info(m: Method, k: int, default: str) -> TensorInfo:
+def _info(m: Method, k: int, default: str, keyword: str | None = None) -> TensorInfo:
+    """An input's or output's TensorInfo, named by its keyword, else its tensor's name, else
+    `default`."""
     value = m.values[k]
     if not isinstance(value, TensorSpec):
         raise ProgramError(f"method {m.name!r}: input/output value {k} is {value!r}, not a tensor")
     if value.dtype is None:
         raise ProgramError(f"method {m.name!r}: value {k} has element type {value.scalar_type.name}, "
                            "which pyvgf does not run")
-    return TensorInfo(value.name or default, value.sizes, value.dtype, None)
+    return TensorInfo(keyword or value.name or default, value.sizes, value.dtype, None)
 
 
 def _tensor_spec(m: Method, k: int, where: str) -> TensorSpec:

@@ -8,6 +8,7 @@ program size; delegate data and constant tensors are read-only views of the file
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import struct
@@ -140,6 +141,8 @@ class Method:
     delegates: list[Delegate]
     constants: dict[int, np.ndarray] = field(repr=False)
     """Read-only arrays of the constant tensors, by value index (logical layout)."""
+    input_names: tuple[str | None, ...] = ()
+    """Each input's keyword name where the method was exported with keyword arguments."""
 
 
 @dataclass(frozen=True)
@@ -346,7 +349,29 @@ def _method(i: int, plan: dict, data: np.ndarray, inline: list[Span | None], seg
         operators=operators,
         delegates=delegates,
         constants=consts,
+        input_names=_input_names(plan["container_meta_type"], len(_ints(plan["inputs"]))),
     )
+
+
+def _input_names(meta: dict | None, count: int) -> tuple[str | None, ...]:
+    """Keyword names of the inputs from the pytree spec of (args, kwargs) torch.export wrote:
+    positional inputs have none. Metadata only: a spec pyvgf cannot follow gives no names."""
+    none = (None,) * count
+    try:
+        args, kwargs = json.loads(meta["encoded_inp_str"])[1]["children_spec"]
+        names: list[str | None] = [None] * _leaves(args)
+        keys = json.loads(kwargs["context"]) if kwargs["type"] == "builtins.dict" else []
+        for key, child in zip(keys, kwargs["children_spec"]):
+            n = _leaves(child)
+            names += [str(key)] if n == 1 else [f"{key}_{i}" for i in range(n)]
+    except (TypeError, ValueError, KeyError, IndexError, RecursionError):
+        return none
+    return tuple(names) if len(names) == count else none
+
+
+def _leaves(spec: dict) -> int:
+    children = spec["children_spec"]
+    return 1 if spec["type"] is None else sum(_leaves(c) for c in children)
 
 
 @dataclass(frozen=True)
