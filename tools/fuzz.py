@@ -7,11 +7,12 @@
 Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of tests/fixtures/real,
 model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
 mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py); the scenario
-target mutates the bytes of scenario files naming such fixtures (scenario_seeds). The targets
-run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by
-outcome, failures (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the
-workers' peak resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the
-campaign after the cases in flight and still prints (and writes) the figures of what ran.
+target mutates the bytes of scenario files naming such fixtures (scenario_seeds); the pte target
+mutates the ExecuTorch programs of tests/fixtures/pte. The targets run at once; `--jobs N` splits
+each target's cases over N workers. Prints, per target: cases by outcome, failures (escapes,
+crashes, hangs; each saved to --out as a reproducer), the slowest case and the workers' peak
+resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the campaign after the
+cases in flight and still prints (and writes) the figures of what ran.
 """
 
 from __future__ import annotations
@@ -112,9 +113,17 @@ def scenario_seeds() -> list[bytes]:
     return seeds
 
 
+def pte_seeds() -> list[bytes]:
+    """ExecuTorch programs made by ExecuTorch's own export (tests/fixtures/pte), the small ones."""
+    paths = sorted((ROOT / "tests" / "fixtures" / "pte").glob("*/model.pte"))
+    return [p.read_bytes() for p in paths if p.stat().st_size < 100_000]
+
+
 def seeds_for(target: str) -> list[bytes]:
     if target == "scenario":
         return scenario_seeds()
+    if target == "pte":
+        return pte_seeds()
     return spirv_seeds() if target.startswith("spirv") else vgf_seeds()
 
 

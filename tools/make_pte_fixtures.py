@@ -77,6 +77,13 @@ class MultiIO(nn.Module):
         return p, s - 1.0, torch.relu(b)
 
 
+class KeywordInputs(nn.Module):
+    """Exported with keyword arguments: the program records their names."""
+
+    def forward(self, x, *, scale, bias):
+        return x * scale + bias
+
+
 class TwoDelegates(nn.Module):
     """trunc stays on the CPU under Arm's 1.5.1 VGF partitioner: two delegates around it."""
 
@@ -100,6 +107,36 @@ class QuantDequant(nn.Module):
         qy = ops.quantize_per_channel(y, self.scales, self.zero_points, 0, -128, 127, torch.int8)
         return (qx, ops.dequantize_per_tensor(qx, 0.05, 3, -128, 127, torch.int8),
                 qy, ops.dequantize_per_channel(qy, self.scales, self.zero_points, 0, -128, 127, torch.int8))
+
+
+class PortableOps(nn.Module):
+    """Data movement and elementwise math as ExecuTorch's portable kernels run them, no delegate
+    (int64 tensors are among what Arm's partitioner rejects)."""
+
+    def forward(self, x, i):
+        a = torch.cat([x, torch.trunc(x * 3.0)], dim=1).permute(2, 0, 1)  # [4, 2, 6]
+        b = a[1:3, :, ::2].reshape(2, 6).transpose(0, 1)  # [6, 2]
+        c = torch.clamp(torch.floor(b - 0.25), -1.0, 1.0).unsqueeze(0).expand(3, 6, 2)
+        d = torch.where(x > 0, x, -x).flip(0).repeat(1, 2, 1)  # [2, 6, 4]
+        s1, s2 = torch.split(x, [1, 2], dim=1)
+        j = torch.div(i * 7 - 20, 3, rounding_mode="floor") + torch.sub(i, 2, alpha=3)
+        k = (i.to(torch.float32) / 4.0).squeeze(0)
+        return c, d, s1 * 2.0, s2.neg().abs(), j, k, torch.eq(i, 3), torch.select(x, 2, 1)
+
+
+class PortableMath(nn.Module):
+    """More elementwise math as ExecuTorch's portable kernels run it, no delegate."""
+
+    def forward(self, x, y, i, j):
+        a = torch.abs(x)
+        return (torch.exp(x), torch.log(a + 1.0), torch.sigmoid(x), torch.tanh(x), torch.sin(x), torch.cos(x),
+                torch.sqrt(a), torch.rsqrt(a + 0.5), torch.reciprocal(y), torch.pow(x, 2.0), torch.maximum(x, y),
+                torch.minimum(x, y), torch.remainder(x, 0.7), torch.fmod(x, y), torch.round(x * 3.0), torch.ceil(x),
+                torch.sign(x), nn.functional.hardtanh(x), torch.clamp(x, min=-0.5), torch.relu(x), torch.rsub(x, 1.0),
+                x <= y, x < y, x != y, torch.logical_xor(x > 0, y > 0), torch.logical_not(x > 0),
+                torch.bitwise_and(i, j), torch.bitwise_or(i, j), torch.bitwise_xor(i, j), torch.bitwise_not(i),
+                torch.div(i, j, rounding_mode="trunc"), torch.div(i, j, rounding_mode="floor"), i / j,
+                torch.abs(i) * 3 + 1, torch.full_like(x, 2.5), x.clone(), torch.transpose(x, 0, 1))
 
 
 def _divisible(v: float, divisor: int = 8) -> int:
@@ -185,12 +222,13 @@ def _compile_spec(profile: str, intermediates: str) -> VgfCompileSpec:
 
 
 def export(model: nn.Module, inputs: tuple, profile: str, quantize: bool, intermediates: str,
-           segments: bool = False):
+           segments: bool = False, keywords: tuple[str, ...] = ()):
     """`aot_arm_compiler -t vgf --delegate [--quantize]`'s steps; returns (program bytes, the
     quantized module or None, the edge program). `segments` moves the delegates out of the
     FlatBuffer into data segments behind an extended header."""
     spec = _compile_spec(profile, intermediates)
-    ep = torch.export.export(model, inputs)
+    args, kwargs = _split(inputs, keywords)
+    ep = torch.export.export(model, args, kwargs=kwargs)
     quantized = None
     if quantize:
         quantizer = create_quantizer(spec)
@@ -204,6 +242,12 @@ def export(model: nn.Module, inputs: tuple, profile: str, quantize: bool, interm
     )
     program = edge.to_executorch(config=ExecutorchBackendConfig(extract_delegate_segments=segments))
     return program.buffer, quantized, edge
+
+
+def _split(inputs: tuple, keywords: tuple[str, ...]) -> tuple[tuple, dict]:
+    """The last len(keywords) inputs as keyword arguments."""
+    cut = len(inputs) - len(keywords)
+    return tuple(inputs[:cut]), dict(zip(keywords, inputs[cut:]))
 
 
 def _quantize(x: np.ndarray, scale: float, zp: int, qmin: int, qmax: int, dtype) -> np.ndarray:
@@ -261,8 +305,9 @@ def make(name: str, out: Path) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         model, inputs = spec["model"](), spec["inputs"]()
         model.eval()
+        args, kwargs = _split(inputs, spec.get("keywords", ()))
         with torch.no_grad():
-            expected = model(*inputs)
+            expected = model(*args, **kwargs)
         expected = expected if isinstance(expected, tuple) else (expected,)
         meta = {"executorch": version("executorch"), "torch": torch.__version__,
                 "description": spec["description"]}
@@ -273,7 +318,7 @@ def make(name: str, out: Path) -> None:
             runtime_out = _run_executorch(program, inputs)
         else:
             program, _, edge = export(model, inputs, spec["profile"], spec.get("quantize", False), tmp,
-                                      spec.get("segments", False))
+                                      spec.get("segments", False), spec.get("keywords", ()))
             meta["profile"] = spec["profile"]
             exact_out = runtime_out = None
             if spec.get("quantize"):
@@ -342,6 +387,11 @@ FIXTURES = {
         "model": MultiIO, "profile": "TOSA-1.0+FP",
         "inputs": _randn((2, 3, 4), (2, 3, 4), (1, 3, 1), seed=6),
     },
+    "keyword_inputs": {
+        "description": "x * scale + bias with scale and bias passed by keyword, fp32, delegated",
+        "model": KeywordInputs, "profile": "TOSA-1.0+FP", "keywords": ("scale", "bias"),
+        "inputs": _randn((2, 5), (2, 5), (1, 5), seed=14),
+    },
     "two_delegates": {
         "description": "x * 4 + y, trunc on the CPU, then * 0.5 - x: two VGF delegates, fp32",
         "model": TwoDelegates, "profile": "TOSA-1.0+FP",
@@ -351,6 +401,21 @@ FIXTURES = {
         "description": "two_delegates written with extract_delegate_segments=True (extended header)",
         "model": TwoDelegates, "profile": "TOSA-1.0+FP", "segments": True,
         "inputs": _randn((2, 8), (2, 8), seed=7),
+    },
+    "portable_ops": {
+        "description": "data movement and elementwise kernels, float32 and int64, no delegate (ExecuTorch's kernels)",
+        "model": PortableOps, "no_delegate": True,
+        "inputs": lambda: (torch.randn((2, 3, 4), generator=torch.Generator().manual_seed(8)),
+                           torch.randint(-9, 9, (1, 2, 3), generator=torch.Generator().manual_seed(9))),
+    },
+    "portable_math": {
+        "description": "elementwise math, float32 and int32, no delegate (ExecuTorch's kernels)",
+        "model": PortableMath, "no_delegate": True,
+        "inputs": lambda: (torch.randn((3, 4), generator=torch.Generator().manual_seed(10)) * 2,
+                           torch.randn((3, 4), generator=torch.Generator().manual_seed(11)) * 2,
+                           torch.randint(-50, 50, (3, 4), dtype=torch.int32, generator=torch.Generator().manual_seed(12)),
+                           torch.randint(1, 9, (3, 4), dtype=torch.int32, generator=torch.Generator().manual_seed(13))
+                           * torch.tensor([1, -1, 1, -1], dtype=torch.int32)),
     },
     "qdq_portable": {
         "description": "quantize + dequantize per tensor and per channel, no delegate (ExecuTorch's kernels)",

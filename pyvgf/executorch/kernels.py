@@ -27,7 +27,8 @@ from .schema import DTYPES, ScalarType
 class Kernel:
     fn: Callable[..., np.ndarray]
     outs: int = 1
-    """Out tensors at the end of the argument list (each listed again as the return value)."""
+    """Out tensors at the end of the argument list (each listed again as the return value);
+    0 for a kernel whose one out argument is a tensor list."""
 
 
 KERNELS: dict[str, Kernel] = {}
@@ -159,11 +160,22 @@ def dequantize_per_channel(q, scales, zero_points, axis, qmin, qmax, dtype, out_
 
 # --- elementwise ---------------------------------------------------------------------------
 
+def _libm(op: Callable) -> Callable:
+    """A transcendental as ExecuTorch's portable kernel gets it from the C library (expf, logf,
+    sinf, cosf: correctly rounded): numpy's float32 loops are a ulp off at times, the float64
+    result rounded to float32 is not. (tanhf is not correctly rounded: this is within a ulp.)"""
+
+    def fn(x):
+        return op(x.astype(np.float64)).astype(x.dtype)
+
+    return fn
+
+
 for _name, _op in {
     "trunc": np.trunc, "floor": np.floor, "ceil": np.ceil, "round": np.rint, "sqrt": np.sqrt,
-    "exp": np.exp, "log": np.log, "sin": np.sin, "cos": np.cos, "tanh": np.tanh,
-    "reciprocal": np.reciprocal, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
-    "sigmoid": lambda x: np.reciprocal(1 + np.exp(-x)),
+    "exp": _libm(np.exp), "log": _libm(np.log), "sin": _libm(np.sin), "cos": _libm(np.cos),
+    "tanh": _libm(np.tanh), "reciprocal": np.reciprocal, "rsqrt": lambda x: np.reciprocal(np.sqrt(x)),
+    "sigmoid": lambda x: np.reciprocal(x.dtype.type(1) + _libm(np.exp)(-x)),
 }.items():
     kernel(f"aten::{_name}.out")(_float_unary(_op))
 
@@ -372,3 +384,19 @@ def full(size, fill_value):
 @kernel("aten::full_like.out")
 def full_like(x, fill_value, *_):
     return np.full(x.shape, fill_value)
+
+
+@kernel("aten::split_copy.Tensor_out", outs=0)
+def split_copy(x, split_size, dim=0):
+    axis = _axis(dim, x.ndim)
+    if split_size <= 0:
+        raise ProgramError(f"split size {split_size} is not positive")
+    return np.split(x, range(split_size, x.shape[axis], split_size), axis=axis)
+
+
+@kernel("aten::split_with_sizes_copy.out", outs=0)
+def split_with_sizes_copy(x, sizes, dim=0):
+    axis = _axis(dim, x.ndim)
+    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+        raise ProgramError(f"split sizes {list(sizes)} do not add up to {x.shape[axis]}")
+    return np.split(x, np.cumsum(sizes)[:-1], axis=axis)

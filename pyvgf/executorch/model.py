@@ -51,6 +51,8 @@ class QuantParams:
 
 
 Step = Callable[[list], None]
+View = tuple[int, int, TensorSpec, TensorSpec]
+"""(view value, base value, base spec, view spec): a value planned at its base's bytes."""
 
 
 class ProgramModel:
@@ -63,7 +65,8 @@ class ProgramModel:
         self.method: Method = program.method(method)
         self.backend = backend
         m = self.method
-        self.inputs: list[TensorInfo] = [_info(m, k, f"input_{i}") for i, k in enumerate(m.inputs)]
+        names = m.input_names or (None,) * len(m.inputs)
+        self.inputs: list[TensorInfo] = [_info(m, k, f"input_{i}", names[i]) for i, k in enumerate(m.inputs)]
         """The method's inputs, with the dtypes the program declares."""
         self.outputs: list[TensorInfo] = [_info(m, k, f"output_{i}") for i, k in enumerate(m.outputs)]
         """The method's outputs, in the order run() returns them."""
@@ -81,10 +84,13 @@ class ProgramModel:
                     raise ProgramError(f"method {m.name!r}: delegate {k} ({VGF_BACKEND}, {d.location} data "
                                        f"{d.index}) is not a valid VGF: {exc}") from None
                 self.delegate_vgfs.append(vgf)
-            self._defined = set(m.inputs) | set(m.constants)
-            self._defined |= {k for k, v in enumerate(m.values) if not isinstance(v, TensorSpec)}
+            self._defined = set(m.constants) | {k for k, v in enumerate(m.values) if not isinstance(v, TensorSpec)}
+            self._at: dict[tuple[int, int], int] = {}
+            self._define(m.inputs)
             self._steps = [self._plan(n, ins, shaders, adapter_options) for n, ins in enumerate(m.instructions)]
-            self._reads(m.outputs, f"method {m.name!r}: an output")
+            views = self._reads(m.outputs, f"method {m.name!r}: an output")
+            if views:
+                self._steps.append(_with_views(views, lambda env: None))
         except BaseException:
             self.close()
             raise
@@ -109,22 +115,41 @@ class ProgramModel:
             return self._plan_delegate(n, ins, shaders, adapter_options)
         if isinstance(ins, MoveCall):
             src, dst = ins.move_from, ins.move_to
-            self._reads((src,), f"method {m.name!r}: instruction {n} (move)")
-            self._defined.add(dst)
-            return lambda env: env.__setitem__(dst, env[src])
+            views = self._reads((src,), f"method {m.name!r}: instruction {n} (move)")
+            self._define((dst,))
+            return _with_views(views, lambda env: env.__setitem__(dst, env[src]))
         if isinstance(ins, FreeCall):
             return lambda env: None
         raise ProgramError(f"method {m.name!r}: instruction {n} is a {type(ins).__name__} "
                            "(control flow); pyvgf runs straight-line methods")
 
-    def _reads(self, args, where: str) -> None:
-        """Check that every tensor in `args` is an input, a constant or an earlier result."""
+    def _define(self, keys) -> None:
+        """Mark values as written, remembering which one last wrote each planned location."""
+        for k in keys:
+            self._defined.add(k)
+            spec = self.method.values[k]
+            if isinstance(spec, TensorSpec) and spec.allocation is not None:
+                self._at[spec.allocation] = k
+
+    def _reads(self, args, where: str) -> list[View]:
+        """Check that every tensor in `args` is an input, a constant or an earlier result, or a
+        view of one: ExecuTorch emits no instruction for a static view (view_copy of a
+        contiguous tensor), it plans the view at its base's bytes. Returns the views to make
+        before the instruction runs."""
         values = self.method.values
+        views = []
         for a in args:
             items = values[a].items if isinstance(values[a], TensorList) else (a,)
             for k in items:
-                if k != -1 and k not in self._defined:
+                if k == -1 or k in self._defined:
+                    continue
+                spec = values[k]
+                base = self._at.get(spec.allocation) if isinstance(spec, TensorSpec) else None
+                if base is None or not _same_bytes(values[base], spec):
                     raise ProgramError(f"{where} reads value {k} before any instruction writes it")
+                views.append((k, base, values[base], spec))
+                self._define((k,))
+        return views
 
     def _plan_kernel(self, n: int, ins: KernelCall) -> Step:
         m = self.method
@@ -133,24 +158,34 @@ class ProgramModel:
         where = f"method {m.name!r}: instruction {n} ({name})"
         if kernel is None:
             raise ProgramError(f"{where}: pyvgf has no kernel {name}")
-        if len(ins.args) < 2 * kernel.outs:
+        if len(ins.args) < max(2 * kernel.outs, 1):
             raise ProgramError(f"{where}: {len(ins.args)} arguments, fewer than its out tensors need")
-        inputs, outs = ins.args[: -2 * kernel.outs], ins.args[-kernel.outs :]
+        if kernel.outs:
+            inputs, outs = ins.args[: -2 * kernel.outs], ins.args[-kernel.outs :]
+        else:  # one tensor-list out argument (listed again as the return value)
+            dropped = 2 if len(ins.args) >= 2 and m.values[ins.args[-2]] == m.values[ins.args[-1]] else 1
+            inputs, out_list = ins.args[:-dropped], m.values[ins.args[-1]]
+            if not isinstance(out_list, TensorList):
+                raise ProgramError(f"{where}: its last argument, value {ins.args[-1]}, is not a tensor list")
+            outs = out_list.items
         specs = [_tensor_spec(m, k, where) for k in outs]
-        self._reads(inputs, where)
-        self._defined.update(outs)
+        views = self._reads(inputs, where)
+        self._define(outs)
         fn = kernel.fn
 
         def step(env: list) -> None:
             try:
-                result = fn(*[_arg(env, a) for a in inputs])
+                with np.errstate(all="ignore"):  # IEEE results, as ExecuTorch's C++ kernels give
+                    result = fn(*[_arg(env, a) for a in inputs])
             except (TypeError, ValueError, IndexError, AttributeError, ArithmeticError) as exc:
                 raise ProgramError(f"{where}: {exc}") from None
-            results = result if kernel.outs > 1 else (result,)
+            results = result if kernel.outs != 1 else (result,)
+            if len(results) != len(outs):
+                raise ProgramError(f"{where}: {len(results)} results for {len(outs)} out tensors")
             for k, spec, value in zip(outs, specs, results):
                 env[k] = _fit(value, spec, where, k)
 
-        return step
+        return _with_views(views, step)
 
     def _plan_delegate(self, n: int, ins: DelegateCall, shaders, adapter_options) -> Step:
         m = self.method
@@ -170,8 +205,8 @@ class ProgramModel:
         adapt = [_adapter(_tensor_spec(m, a, where), info, f"{where} input {i}")
                  for i, (a, info) in enumerate(zip(in_args, model.inputs))]
         out_specs = [_tensor_spec(m, a, where) for a in out_args]
-        self._reads(in_args, where)
-        self._defined.update(out_args)
+        views = self._reads(in_args, where)
+        self._define(out_args)
 
         def step(env: list) -> None:
             arrays = [fit(env[a]) for a, fit in zip(in_args, adapt)]
@@ -182,7 +217,7 @@ class ProgramModel:
             for a, spec, value in zip(out_args, out_specs, results):
                 env[a] = _fit(value, spec, where, a)
 
-        return step
+        return _with_views(views, step)
 
     def _qparams(self, value: int, kind: str) -> QuantParams | None:
         """The quantize kernel reading `value`, or the dequantize kernel writing it."""
@@ -261,14 +296,16 @@ class ProgramModel:
                 f"{len(self._steps)} instruction(s); in: {ins}; out: {outs}>")
 
 
-def _info(m: Method, k: int, default: str) -> TensorInfo:
+def _info(m: Method, k: int, default: str, keyword: str | None = None) -> TensorInfo:
+    """An input's or output's TensorInfo, named by its keyword, else its tensor's name, else
+    `default`."""
     value = m.values[k]
     if not isinstance(value, TensorSpec):
         raise ProgramError(f"method {m.name!r}: input/output value {k} is {value!r}, not a tensor")
     if value.dtype is None:
         raise ProgramError(f"method {m.name!r}: value {k} has element type {value.scalar_type.name}, "
                            "which pyvgf does not run")
-    return TensorInfo(value.name or default, value.sizes, value.dtype, None)
+    return TensorInfo(keyword or value.name or default, value.sizes, value.dtype, None)
 
 
 def _tensor_spec(m: Method, k: int, where: str) -> TensorSpec:
@@ -284,6 +321,25 @@ def _initial(m: Method, k: int, value) -> object:
     if isinstance(value, TensorSpec):
         return m.constants.get(k)
     return value
+
+
+def _same_bytes(base: TensorSpec, view: TensorSpec) -> bool:
+    return base.dtype == view.dtype and base.numel == view.numel
+
+
+def _with_views(views: list[View], step: Step) -> Step:
+    """`step`, after making each view from its base: the same bytes in the view's shape."""
+    if not views:
+        return step
+
+    def run(env: list) -> None:
+        for k, base, base_spec, spec in views:
+            flat = np.transpose(env[base], base_spec.dim_order).reshape(-1)
+            physical = flat.reshape([spec.sizes[d] for d in spec.dim_order])
+            env[k] = np.transpose(physical, np.argsort(spec.dim_order))
+        step(env)
+
+    return run
 
 
 def _arg(env: list, k: int) -> object:
@@ -323,9 +379,16 @@ def _adapter(spec: TensorSpec, info: TensorInfo, where: str) -> Callable[[np.nda
 
 
 def load(source: str | os.PathLike | bytes | Program, backend: str = "cpu", *, method: str | None = None,
-         shaders: Mapping[str, object] | None = None,
-         adapter_options: Mapping[str, object] | None = None) -> ProgramModel:
+         shaders: Mapping[str, object] | None = None, adapter_options: Mapping[str, object] | None = None,
+         mmap: bool = False) -> ProgramModel:
     """Load an ExecuTorch program (path, bytes or `Program`) and plan `method` (default:
     "forward", or the only one) on `backend`; the other arguments are `pyvgf.load()`'s."""
-    program = source if isinstance(source, Program) else read_program(source)
+    program = source if isinstance(source, Program) else read_program(source, mmap=mmap)
     return ProgramModel(program, method, backend, shaders=shaders, adapter_options=adapter_options)
+
+
+def fuzz_target(data: bytes) -> None:
+    """The fuzz campaign's .pte target (`pyvgf.testing.fuzz`, target "pte"): load the bytes as a
+    program on the cpu backend and run its method once on zeros."""
+    with load(data) as model:
+        model.run([np.zeros(i.shape, i.dtype) for i in model.inputs])

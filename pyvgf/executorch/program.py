@@ -8,6 +8,7 @@ program size; delegate data and constant tensors are read-only views of the file
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import struct
@@ -67,8 +68,9 @@ class TensorList:
 
 
 Value = int | bool | float | str | tuple | TensorSpec | TensorList | None
-"""An EValue: Null is None; Int, Bool, Double, String as Python scalars; IntList, DoubleList and
-BoolList as tuples; a Tensor as its TensorSpec; TensorList and OptionalTensorList."""
+"""An EValue: Null is None; Int, Bool, Double, String as Python scalars; IntList (its items are
+the indices of Int values, resolved at read time), DoubleList and BoolList as tuples; a Tensor
+as its TensorSpec; TensorList and OptionalTensorList."""
 
 
 @dataclass(frozen=True)
@@ -139,6 +141,8 @@ class Method:
     delegates: list[Delegate]
     constants: dict[int, np.ndarray] = field(repr=False)
     """Read-only arrays of the constant tensors, by value index (logical layout)."""
+    input_names: tuple[str | None, ...] = ()
+    """Each input's keyword name where the method was exported with keyword arguments."""
 
 
 @dataclass(frozen=True)
@@ -177,10 +181,11 @@ def is_program(source: str | os.PathLike | bytes | bytearray | memoryview) -> bo
     return len(head) == 8 and head[4:8] == schema.FILE_IDENTIFIER
 
 
-def read(source: str | os.PathLike | bytes | bytearray | memoryview) -> Program:
+def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bool = False) -> Program:
     """Read an ExecuTorch program (path or buffer). Raises ProgramFormatError naming the part
-    and byte offset of anything malformed."""
-    data = snapshot(source, use_mmap=False)
+    and byte offset of anything malformed. A path is read into memory (`mmap=True` maps it, at
+    the risks `pyvgf.format.read` names); a mutable buffer is copied."""
+    data = snapshot(source, mmap)
     size = len(data)
     if size < 8 or bytes(data[4:8]) != schema.FILE_IDENTIFIER:
         found = bytes(data[4:8]) if size >= 8 else b""
@@ -247,7 +252,7 @@ class _ConstantStore:
         self.data = data
         self.buffers: list[Span] = [b["storage"] or Span(0, 0) for b in raw["constant_buffer"] or []]
         seg = raw["constant_segment"]
-        self.offsets: list[int] = [] if seg is None else [int(o) for o in (seg["offsets"] if seg["offsets"] is not None else [])]
+        self.offsets: list[int] = [] if seg is None else list(_ints(seg["offsets"]))
         self.segment: tuple[int, int] | None = None
         if self.offsets:
             index = seg["segment_index"]
@@ -286,6 +291,7 @@ def _method(i: int, plan: dict, data: np.ndarray, inline: list[Span | None], seg
     name = plan["name"] or f"method_{i}"
     where = f"method {name!r}"
     values = [_value(k, v, where) for k, v in enumerate(plan["values"] or [])]
+    values = [_int_list(k, v, values, where) if isinstance(v, _IntListRef) else v for k, v in enumerate(values)]
     count = len(values)
 
     def index(k: int, what: str) -> int:
@@ -343,7 +349,45 @@ def _method(i: int, plan: dict, data: np.ndarray, inline: list[Span | None], seg
         operators=operators,
         delegates=delegates,
         constants=consts,
+        input_names=_input_names(plan["container_meta_type"], len(_ints(plan["inputs"]))),
     )
+
+
+def _input_names(meta: dict | None, count: int) -> tuple[str | None, ...]:
+    """Keyword names of the inputs from the pytree spec of (args, kwargs) torch.export wrote:
+    positional inputs have none. Metadata only: a spec pyvgf cannot follow gives no names."""
+    none = (None,) * count
+    try:
+        args, kwargs = json.loads(meta["encoded_inp_str"])[1]["children_spec"]
+        names: list[str | None] = [None] * _leaves(args)
+        keys = json.loads(kwargs["context"]) if kwargs["type"] == "builtins.dict" else []
+        for key, child in zip(keys, kwargs["children_spec"]):
+            n = _leaves(child)
+            names += [str(key)] if n == 1 else [f"{key}_{i}" for i in range(n)]
+    except (TypeError, ValueError, KeyError, IndexError, RecursionError):
+        return none
+    return tuple(names) if len(names) == count else none
+
+
+def _leaves(spec: dict) -> int:
+    children = spec["children_spec"]
+    return 1 if spec["type"] is None else sum(_leaves(c) for c in children)
+
+
+@dataclass(frozen=True)
+class _IntListRef:
+    """An IntList as stored: the indices of its Int values (ExecuTorch boxes each item)."""
+
+    items: tuple[int, ...]
+
+
+def _int_list(k: int, ref: _IntListRef, values: list, where: str) -> tuple[int, ...]:
+    out = []
+    for i in ref.items:
+        if not 0 <= i < len(values) or type(values[i]) is not int:
+            raise ProgramFormatError(f"{where}: int list {k} names value {i}, which is not an Int", section="program")
+        out.append(values[i])
+    return tuple(out)
 
 
 def _value(k: int, ev: dict, where: str) -> Value:
@@ -359,7 +403,7 @@ def _value(k: int, ev: dict, where: str) -> Value:
     if tag == KernelTypes.STRING:
         return body["string_val"] or ""
     if tag == KernelTypes.INT_LIST:
-        return _ints(body["items"])
+        return _IntListRef(_ints(body["items"]))
     if tag == KernelTypes.DOUBLE_LIST:
         return tuple(float(x) for x in (body["items"] if body["items"] is not None else ()))
     if tag == KernelTypes.BOOL_LIST:

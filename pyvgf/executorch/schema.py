@@ -226,10 +226,16 @@ BackendDelegate = Table(
     Field(2, "compile_specs", Vector(CompileSpec)),
 )
 
+ContainerMetadata = Table(
+    "ContainerMetadata",
+    Field(0, "encoded_inp_str", String()),  # torch pytree spec of (args, kwargs), as JSON
+    Field(1, "encoded_out_str", String()),
+)
+
 ExecutionPlan = Table(
     "ExecutionPlan",
     Field(0, "name", String()),
-    # slot 1: container_meta_type (pytree specs of inputs and outputs; not read)
+    Field(1, "container_meta_type", ContainerMetadata),
     Field(2, "values", Vector(EValue)),
     Field(3, "inputs", Vector(i32)),
     Field(4, "outputs", Vector(i32)),

@@ -665,10 +665,10 @@ class Device(HalObject):
             if not -1 <= c.sparsity_dimension < len(c.description.shape):
                 raise HalError(f"graph constant {c.id}: sparsity dimension {c.sparsity_dimension} "
                                f"is not a dimension of {c.description}")
-        from .graphs import plan_graph, planner
+        from .graphs import plan_graph, planner_of
 
-        make = planner(getattr(self.adapter, "executor", "reference"), getattr(self.adapter, "threads", None))
-        plan = plan_graph(module, entry_point, resources, constants, label or module.name, plan, make)
+        plan = plan_graph(module, entry_point, resources, constants, label or module.name, plan,
+                          planner_of(self.adapter))
         return self._create_data_graph_pipeline(module, entry_point, layout, tuple(resources),
                                                 tuple(constants), label, plan)
 

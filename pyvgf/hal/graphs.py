@@ -38,6 +38,12 @@ def planner(executor: str, threads: int | None = None) -> Callable:
     return GraphPlan
 
 
+def planner_of(adapter) -> Callable:
+    """The `planner` of the executor an adapter's devices run graphs on (the reference's for
+    adapters without one, such as vulkan's)."""
+    return planner(getattr(adapter, "executor", "reference"), getattr(adapter, "threads", None))
+
+
 def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequence, label: str, plan=None,
                make: Callable | None = None):
     """The plan of `module`'s graph `entry_point` (made by `make`, see `planner`), checked against

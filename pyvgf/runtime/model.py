@@ -15,6 +15,7 @@ import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -26,6 +27,9 @@ from ..hal.graphs import planner
 from ..tosa.interpreter import GraphPlan
 from .check import check
 from .schedule import Execution, Schedule
+
+if TYPE_CHECKING:
+    from ..executorch.model import ProgramModel
 
 
 @dataclass(frozen=True)
@@ -225,7 +229,7 @@ def _conform(info: TensorInfo, value: object) -> np.ndarray:
 def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
          shaders: Mapping[str, hal.PythonShader] | None = None,
          adapter_options: Mapping[str, object] | None = None, mmap: bool = False,
-         threads: int | None = None) -> Model:
+         threads: int | None = None) -> Model | ProgramModel:
     """Load a VGF (path, bytes or `VGF` object) and plan it on `backend` ("cpu", "reference"
     or "vulkan").
 
@@ -255,7 +259,7 @@ def load(source: str | os.PathLike | bytes | VGF, backend: str = "cpu", *,
         if is_program(source):  # an ExecuTorch program: see pyvgf.executorch
             from ..executorch.model import load as load_program
 
-            return load_program(source, backend, shaders=shaders, adapter_options=adapter_options)
+            return load_program(source, backend, shaders=shaders, adapter_options=adapter_options, mmap=mmap)
 
         vgf = read(source, mmap=mmap)
     executor = cpu_executor() if backend == "cpu" else "reference"  # vulkan: the reference's checks

@@ -15,7 +15,7 @@ bfloat16 as `V2` bytes; buffers as int8 bytes), in file order.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -24,6 +24,7 @@ import numpy as np
 from .. import hal
 from ..errors import HalError, ScenarioError, VGFError
 from ..format.model import NO_INDEX, VGF, ModuleType, Segment
+from ..hal.graphs import planner_of
 from ..limits import memory_budget
 from ..runtime.check import check
 from ..runtime.schedule import Schedule
@@ -69,12 +70,12 @@ class _Substituting(Schedule):
         self.substituted = dict(modules)
         super().__init__(vgf, device, plans)
 
-    def _module(self, seg: Segment, modules: dict) -> hal.ShaderModule:
+    def _module(self, seg: Segment, modules: dict, where: str) -> hal.ShaderModule:
         if seg.type == ModuleType.COMPUTE:
             found = self.substituted.get(self.vgf.modules[seg.module_index].name)
             if found is not None:
                 return found
-        return super()._module(seg, modules)
+        return super()._module(seg, modules, where)
 
 
 @dataclass
@@ -164,7 +165,7 @@ class ScenarioRun:
             graph = self.plan.resources[command.graph]
             assert isinstance(graph, GraphResource)
             if command.graph not in checked:
-                checked[command.graph] = self._checked_vgf(graph)
+                checked[command.graph] = self._checked_vgf(graph, planner_of(self.device.adapter))
             vgf, plans = checked[command.graph]
             key = (command.graph, tuple(sorted(command.substitutions.items())))
             if key in shared:
@@ -187,14 +188,15 @@ class ScenarioRun:
             self.graphs.setdefault(command.graph, schedule)
 
     @staticmethod
-    def _checked_vgf(graph: GraphResource) -> tuple[VGF, dict]:
-        """The VGF of a graph resource, checked whole (`runtime.check`), and its graph plans."""
+    def _checked_vgf(graph: GraphResource, make_plan: Callable) -> tuple[VGF, dict]:
+        """The VGF of a graph resource, checked whole (`runtime.check`), and its graph plans
+        (made by `make_plan`, the device's planner)."""
         from ..format import read
 
         where = f"{graph.path}.src"
         try:
             vgf = read(graph.src)
-            return vgf, check(vgf)
+            return vgf, check(vgf, make_plan)
         except FileNotFoundError:
             raise ScenarioError(f"{graph.src} does not exist", path=where) from None
         except OSError as exc:
