@@ -191,7 +191,7 @@ def test_doctor_command(capsys):
 
     assert main(["doctor"]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("Vulkan backend") and "status: ready" in out
+    assert out.startswith("CPU backend") and "\nVulkan backend" in out and "status: ready" in out
 
 
 def _conv_once(ctx, vgf, weights: np.ndarray, sparsity_dimension: int, x: np.ndarray) -> np.ndarray:

@@ -269,6 +269,7 @@ def pyvgf_dispatch(model: BenchModel) -> Iterator[Callable[[], object]]:
     reset) with no host transfers."""
     from pyvgf import hal
     from pyvgf.format import read
+    from pyvgf.runtime.check import check
     from pyvgf.runtime.schedule import Schedule
 
     vgf = read(model.vgf)
@@ -276,7 +277,7 @@ def pyvgf_dispatch(model: BenchModel) -> Iterator[Callable[[], object]]:
     try:
         device = adapter.request_device()
         try:
-            execution = Schedule(vgf, device).execution()
+            execution = Schedule(vgf, device, check(vgf)).execution()
             for slot, x in zip(vgf.sequence.inputs, model.inputs):
                 target = execution.host[slot.mrt_index]
                 if isinstance(target, hal.Tensor):
