@@ -111,7 +111,8 @@ def _inspect_program(args: argparse.Namespace) -> int:
     from .executorch.dump import extract, summary
 
     if args.json or args.spirv is not None or args.dump_spirv is not None or args.dump_constant is not None:
-        raise SystemExit("pyvgf inspect: a .pte takes --extract DIR (its VGF delegates); inspect those .vgf files")
+        raise VGFError("a .pte takes --extract DIR (its VGF delegates); --json, --spirv and --dump-* are for "
+                       "those .vgf files")
     program = read(args.file)
     if args.extract is not None:
         for path in extract(program, args.extract):

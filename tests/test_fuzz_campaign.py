@@ -27,7 +27,8 @@ def _require(target: str) -> None:
 
 
 @pytest.mark.parametrize("target,cases", [("read", 200), ("load-cpu", 40), ("spirv-cpu", 40), ("cli", 6),
-                                          ("load-vulkan", 12), ("spirv-vulkan", 12), ("scenario", 40), ("pte", 40)])
+                                          ("load-vulkan", 12), ("spirv-vulkan", 12), ("scenario", 40), ("pte", 40),
+                                          ("pte-cli", 6)])
 def test_short_campaign(target, cases, tmp_path):
     _require(target)
     report = fuzz.campaign(target, campaign_tool.seeds_for(target), cases, seed=1, out=tmp_path)
@@ -38,7 +39,7 @@ def test_short_campaign(target, cases, tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("target", ["read", "load-cpu", "spirv-cpu", "cli", "load-vulkan", "spirv-vulkan",
-                                    "scenario", "pte"])
+                                    "scenario", "pte", "pte-cli"])
 def test_long_campaign(target, tmp_path):
     _require(target)
     cases = int(os.environ.get("PYVGF_FUZZ_CASES", "100000"))

@@ -7,9 +7,9 @@
 Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of tests/fixtures/real,
 model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
 mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py); the scenario
-target mutates the bytes of scenario files naming such fixtures (scenario_seeds); the pte target
-mutates the ExecuTorch programs of tests/fixtures/pte. The targets run at once; `--jobs N` splits
-each target's cases over N workers. Prints, per target: cases by outcome, failures (escapes,
+target mutates the bytes of scenario files naming such fixtures (scenario_seeds); the pte targets
+(pyvgf.load + run, and the CLI) mutate the ExecuTorch programs of tests/fixtures/pte. The targets
+run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by outcome, failures (escapes,
 crashes, hangs; each saved to --out as a reproducer), the slowest case and the workers' peak
 resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the campaign after the
 cases in flight and still prints (and writes) the figures of what ran.
@@ -122,7 +122,7 @@ def pte_seeds() -> list[bytes]:
 def seeds_for(target: str) -> list[bytes]:
     if target == "scenario":
         return scenario_seeds()
-    if target == "pte":
+    if target.startswith("pte"):
         return pte_seeds()
     return spirv_seeds() if target.startswith("spirv") else vgf_seeds()
 

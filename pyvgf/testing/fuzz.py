@@ -304,6 +304,7 @@ TARGETS: dict[str, Target] = {
     "cli": Target("pyvgf.testing.fuzz:cli_target", mutate_vgf),
     "scenario": Target("pyvgf.scenario:fuzz_target", mutate_bytes),
     "pte": Target("pyvgf.executorch.model:fuzz_target", mutate_bytes),
+    "pte-cli": Target("pyvgf.testing.fuzz:cli_target", mutate_bytes),
 }
 """Every fuzz target by name; add yours with one entry (see the module docstring)."""
 
