@@ -104,3 +104,17 @@ def test_shared_reference_blow_up_is_refused_fast(vgf_model):
     assert time.perf_counter() - start < 2
     assert info.value.section == "model sequence table"
     assert "referenced too often" in str(info.value)
+
+
+def test_a_file_over_the_memory_budget_is_refused_before_reading(tmp_path, monkeypatch):
+    path = tmp_path / "big.vgf"
+    with open(path, "wb") as f:
+        f.truncate(1 << 40)  # sparse: 1 TiB that takes no disk
+    with pytest.raises(VGFFormatError, match="over the memory budget"):
+        read(path)
+    monkeypatch.setenv("PYVGF_MEMORY_BUDGET", str(1 << 20))
+    small = tmp_path / "model.vgf"
+    small.write_bytes(write(_big_model()))
+    with pytest.raises(VGFFormatError, match="mmap=True"):
+        read(small)
+    assert read(small, mmap=True).constant_array(0)[-1] == BIG // 4 - 1

@@ -13,6 +13,7 @@ import construct
 import numpy as np
 
 from ..errors import VGFFormatError
+from ..limits import memory_budget
 from . import schema
 from .flatbuffers import Budget, FlatBufferError, Span
 from .model import (
@@ -75,6 +76,9 @@ def snapshot(source: str | os.PathLike | bytes | bytearray | memoryview, use_mma
             return np.empty(0, dtype=np.uint8)
         if use_mmap:
             return np.frombuffer(_mmap.mmap(f.fileno(), 0, access=_mmap.ACCESS_READ), dtype=np.uint8)
+        if info.st_size > memory_budget():
+            raise VGFFormatError(f"a file of {info.st_size} bytes is over the memory budget of {memory_budget()} "
+                                 "bytes (pyvgf.limits); read it with mmap=True", section="header", offset=0)
         contents = f.read(info.st_size)  # bytes: immutable; shorter if the file shrank meanwhile
     return np.frombuffer(contents, dtype=np.uint8)
 

@@ -278,16 +278,31 @@ class VulkanTensor(_Backed, hal.Tensor):
         return self.vk.array(self.dtype)
 
 
+class _ViewHandle:
+    """A VkTensorViewARM, as the device's `owned` table holds it."""
+
+    def __init__(self, ctx: VulkanContext, handle: Any):
+        self.ctx, self.handle = ctx, handle
+
+    def destroy(self) -> None:
+        if self.handle is not None and self.ctx.device is not None:
+            tensors.destroy_tensor_view(self.ctx, self.handle)
+        self.handle = None
+
+
 class VulkanTensorView(hal.TensorView):
     handle: Any = None
 
     def __init__(self, tensor: VulkanTensor, label=""):
         super().__init__(tensor, label)
         self.handle = tensors.create_tensor_view(tensor.device.ctx, tensor.vk)
+        self._owned = _ViewHandle(tensor.device.ctx, self.handle)
+        self.device._owned[id(self._owned)] = self._owned
 
     def _destroy(self):
-        if self.handle is not None and self.device.ctx.device is not None:
-            tensors.destroy_tensor_view(self.device.ctx, self.handle)
+        if self.handle is not None:
+            self.device._owned.pop(id(self._owned), None)
+            self._owned.destroy()
         self.handle = None
 
 
@@ -463,12 +478,14 @@ class VulkanCommandBuffer(hal.CommandBuffer):
     def __init__(self, device: VulkanDevice, cb: commands.CommandBuffer, label=""):
         super().__init__(device, label)
         self.vk = cb
+        device._owned[id(cb)] = cb
         self.last: _Submission | None = None
         """The latest submission of this command buffer (it must finish before the next)."""
 
     def _destroy(self):
         if self.last is not None:
             self.last.wait(None)
+        self.device._owned.pop(id(self.vk), None)
         with self.device.lock:
             self.vk.destroy()
 
@@ -527,6 +544,7 @@ class VulkanPreparedRun(hal.PreparedRun):
         self._reads = [_host_view(r) for r in outputs]
         self._buffers = [command_buffer.vk]
         self._fence = commands.Fence(device.ctx)
+        device._owned[id(self._fence)] = self._fence
         self._in_flight = False
         """True from vkQueueSubmit until the fence is reset (a run interrupted between the two
         leaves it True: the next run, or destroy(), waits first)."""
@@ -569,6 +587,7 @@ class VulkanPreparedRun(hal.PreparedRun):
         with self._lock:
             if self._in_flight and self.device.ctx.device is not None:
                 self._finish()
+            self.device._owned.pop(id(self._fence), None)
             self._fence.destroy()
 
 
@@ -589,7 +608,11 @@ class VulkanQueue(hal.Queue):
                 cb.last.wait(None)
         ctx = self.device.ctx
         with self._lock:
-            fence = self._free.pop() if self._free else commands.Fence(ctx)
+            if self._free:
+                fence = self._free.pop()
+            else:
+                fence = commands.Fence(ctx)
+                self.device._owned[id(fence)] = fence
             sub = _Submission(self, fence)
             try:
                 commands.submit(ctx, [cb.vk for cb in command_buffers], fence)
@@ -720,5 +743,6 @@ class VulkanQueue(hal.Queue):
                     sub.fence = None
             self._pending = []
             for fence in self._free:
+                self.device._owned.pop(id(fence), None)
                 fence.destroy()
             self._free = []
