@@ -282,10 +282,9 @@ class ScenarioRun:
         total, limit = sum(size for _, size in groups_sizes), memory_budget()
         if total > limit:
             members, size = max(groups_sizes, key=lambda g: g[1])
-            key = members[0]
-            where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
             raise ScenarioError(f"the scenario's resources need {total} bytes, more than pyvgf's memory budget "
-                                f"({limit}, pyvgf.limits); the largest, {size} bytes, is here", path=where)
+                                f"({limit}, pyvgf.limits); the largest, {size} bytes, is here",
+                                path=self._where(members[0]))
         for members, size in groups_sizes:
             memory = None
             try:
@@ -295,9 +294,11 @@ class ScenarioRun:
                 for key in members:
                     self.resources[key] = self._create(key, memory, union.offset[key])
             except MemoryError:
-                key = members[0]
-                where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
-                raise ScenarioError(f"out of memory allocating {size} bytes", path=where) from None
+                raise ScenarioError(f"out of memory allocating {size} bytes", path=self._where(members[0])) from None
+
+    def _where(self, key) -> str:
+        """The JSON path of a resource key: the scenario resource, or the graph of an intermediate."""
+        return self.plan.resources[key[0] if isinstance(key, tuple) else key].path
 
     def _create(self, key, memory: hal.DeviceMemory | None, offset: int) -> hal.Tensor | hal.Buffer:
         try:
@@ -318,8 +319,7 @@ class ScenarioRun:
             return self.device.create_buffer(r.size, memory=memory, memory_offset=offset, device_local=self.local,
                                              label=key)
         except HalError as exc:
-            where = self.plan.resources[key].path if not isinstance(key, tuple) else self.plan.resources[key[0]].path
-            raise _wrap(where, exc) from None
+            raise _wrap(self._where(key), exc) from None
 
     # -- recording
 
