@@ -349,3 +349,25 @@ def test_what_scenario_runner_accepts(tmp_path: Path, case: str, accepted: bool)
     else:
         with pytest.raises(ScenarioError):
             scenario.run(plan, "cpu", shaders={"double": double})
+
+
+def test_memory_group_at_an_offset(tmp_path: Path) -> None:
+    """The graph's output tensor lives 512 bytes into a memory group whose buffer covers it: the
+    buffer's upper half holds the tensor's bytes, in scenario_runner and in pyvgf."""
+    require_vulkan()
+    folder = tmp_path / "scenario"
+    folder.mkdir()
+    doc = json.loads(_edge(folder, "plain").read_text())
+    doc["resources"][4]["tensor"]["memory_group"] = {"id": "shared", "offset": 512}
+    doc["resources"].append({"buffer": {"uid": "whole", "size": 1024, "dst": "whole.npy", "shader_access": "readonly",
+                                        "memory_group": {"id": "shared"}}})
+    scenario_json = folder / "scenario.json"
+    scenario_json.write_text(json.dumps(doc))
+    _reference(scenario_json, tmp_path / "ref")
+    scenario.run(scenario.load(scenario_json, tmp_path / "cpu"), "cpu", shaders={"double": double})
+    scenario.run(scenario.load(scenario_json, tmp_path / "vulkan"), "vulkan")
+    for out in ("ref", "cpu", "vulkan"):
+        c = np.load(tmp_path / out / "c.npy")
+        whole = np.load(tmp_path / out / "whole.npy")
+        np.testing.assert_array_equal(c, np.full((1, 4, 4, 8), 2, np.float32))
+        np.testing.assert_array_equal(whole[512:].view(np.float32).reshape(c.shape), c)

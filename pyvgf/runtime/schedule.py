@@ -19,6 +19,7 @@ host only touches host-visible (cached where the device has it) memory.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -163,12 +164,16 @@ class Schedule:
     the device (its limits, memory types).
     """
 
-    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan] | None = None):
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan] | None = None, *,
+                 substitutes: Mapping[str, hal.ShaderModule] | None = None):
         from .check import check
 
         self.vgf = vgf
         self.device = device
         self.plans = check(vgf) if plans is None else plans
+        self.substitutes = dict(substitutes or {})
+        """Shader modules that compute segments run instead of the VGF's, by VGF module name
+        (a scenario's shader substitutions)."""
         seq = vgf.sequence
         if not seq.segments:
             raise VGFFormatError("the model sequence has no segments", section="model_sequence")
@@ -238,6 +243,8 @@ class Schedule:
 
     def _module(self, seg: Segment, modules: dict[int, hal.ShaderModule], where: str) -> hal.ShaderModule:
         module = self.vgf.modules[seg.module_index]
+        if seg.type == ModuleType.COMPUTE and module.name in self.substitutes:
+            return self.substitutes[module.name]
         if seg.module_index not in modules:
             language = _LANGUAGES.get(module.code_type)
             if language is None:

@@ -2,7 +2,7 @@
 
 Setup (everything that does not depend on data, done once): each dispatched VGF is planned by
 the runtime's `Schedule` (pipelines, layouts; compute modules replaced by the scenario's shader
-substitutions), memory is shared by each scenario memory group and each VGF alias group (both
+substitutions, its `substitutes`), memory is shared by each scenario memory group and each VGF alias group (both
 may hold the same resource: they merge), the scenario's tensors and buffers and each VGF's
 intermediate resources are created, and one command buffer records every command in order:
 a VGF's segments with their bindings resolved through its model-sequence binding slots, compute
@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import hal
 from ..errors import HalError, ScenarioError, VGFError
-from ..format.model import NO_INDEX, VGF, ModuleType, Segment
+from ..format.model import NO_INDEX, VGF, ModuleType
 from ..hal.graphs import planner_of
 from ..limits import memory_budget
 from ..runtime.check import check
@@ -60,22 +60,6 @@ def _npy(path: Path, where: str) -> np.ndarray:
         raise ScenarioError(f"{path} does not exist", path=where) from None
     except (OSError, ValueError, EOFError) as exc:
         raise ScenarioError(f"{path} is not a readable .npy file: {exc}", path=where) from None
-
-
-class _Substituting(Schedule):
-    """The runtime's Schedule, with compute modules replaced by the scenario's shaders (by
-    overriding the hook that gives each segment its shader module)."""
-
-    def __init__(self, vgf: VGF, device: hal.Device, plans: dict, modules: Mapping[str, hal.ShaderModule]):
-        self.substituted = dict(modules)
-        super().__init__(vgf, device, plans)
-
-    def _module(self, seg: Segment, modules: dict, where: str) -> hal.ShaderModule:
-        if seg.type == ModuleType.COMPUTE:
-            found = self.substituted.get(self.vgf.modules[seg.module_index].name)
-            if found is not None:
-                return found
-        return super()._module(seg, modules, where)
 
 
 @dataclass
@@ -182,9 +166,10 @@ class ScenarioRun:
                                         path=f"{command.path}.push_constants")
             modules = {t: self._shader_module(uid, t) for t, uid in command.substitutions.items()}
             try:
-                schedule = shared[key] = self.schedules[command.path] = _Substituting(vgf, self.device, plans, modules)
+                schedule = Schedule(vgf, self.device, plans, substitutes=modules)
             except VGFError as exc:
                 raise _wrap(command.path, exc) from None
+            shared[key] = self.schedules[command.path] = schedule
             self.graphs.setdefault(command.graph, schedule)
 
     @staticmethod
@@ -284,10 +269,9 @@ class ScenarioRun:
         total, limit = sum(size for _, size in groups_sizes), memory_budget()
         if total > limit:
             members, size = max(groups_sizes, key=lambda g: g[1])
-            key = members[0]
-            where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
             raise ScenarioError(f"the scenario's resources need {total} bytes, more than pyvgf's memory budget "
-                                f"({limit}, pyvgf.limits); the largest, {size} bytes, is here", path=where)
+                                f"({limit}, pyvgf.limits); the largest, {size} bytes, is here",
+                                path=self._where(members[0]))
         for members, size in groups_sizes:
             memory = None
             try:
@@ -297,9 +281,11 @@ class ScenarioRun:
                 for key in members:
                     self.resources[key] = self._create(key, memory, union.offset[key])
             except MemoryError:
-                key = members[0]
-                where = self.plan.resources[key[0] if isinstance(key, tuple) else key].path
-                raise ScenarioError(f"out of memory allocating {size} bytes", path=where) from None
+                raise ScenarioError(f"out of memory allocating {size} bytes", path=self._where(members[0])) from None
+
+    def _where(self, key) -> str:
+        """The JSON path of a resource key: the scenario resource, or the graph of an intermediate."""
+        return self.plan.resources[key[0] if isinstance(key, tuple) else key].path
 
     def _create(self, key, memory: hal.DeviceMemory | None, offset: int) -> hal.Tensor | hal.Buffer:
         try:
@@ -320,8 +306,7 @@ class ScenarioRun:
             return self.device.create_buffer(r.size, memory=memory, memory_offset=offset, device_local=self.local,
                                              label=key)
         except HalError as exc:
-            where = self.plan.resources[key].path if not isinstance(key, tuple) else self.plan.resources[key[0]].path
-            raise _wrap(where, exc) from None
+            raise _wrap(self._where(key), exc) from None
 
     # -- recording
 
