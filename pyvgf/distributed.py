@@ -417,8 +417,7 @@ def _write(out_dir: Path, failure: dict) -> str:
 
 def _chunk(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], seed: int, chunk: int,
            size: int, budget: int) -> dict[str, Any]:
-    """One Ray task: draw a chunk's cases and check them, stopping after `budget` failures."""
-    _share_cores()
+    """Draw a chunk's cases and check them, stopping after `budget` failures."""
     failures, cases = [], 0
     for index, case in enumerate(draw(strategy, seed, chunk, size)):
         cases += 1
@@ -428,6 +427,12 @@ def _chunk(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], see
             if len(failures) >= budget:
                 break
     return {"chunk": chunk, "cases": cases, "failures": failures}
+
+
+def _chunk_task(*args: Any) -> dict[str, Any]:
+    """One Ray task: `_chunk` on the CPUs Ray gave it."""
+    _share_cores()
+    return _chunk(*args)
 
 
 def campaign(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], *, n: int, seed: int = 0,
@@ -455,7 +460,7 @@ def campaign(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], *
     ray = _ray()
     out = Path(out_dir).resolve()
     out.mkdir(parents=True, exist_ok=True)
-    task = ray.remote(_chunk).options(**({"num_cpus": 1, "max_retries": 3} | dict(ray_options or {})))
+    task = ray.remote(_chunk_task).options(**({"num_cpus": 1, "max_retries": 3} | dict(ray_options or {})))
     strategy_ref = ray.put(strategy)
     limit = _workers(ray, workers)
     chunks = [(c, min(CHUNK, n - c * CHUNK)) for c in range(-(-n // CHUNK))]

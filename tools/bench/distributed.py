@@ -1,7 +1,8 @@
 """Dataset evaluation on Ray (pyvgf.distributed.evaluate) against a plain single-process loop.
 
     python tools/bench/distributed.py [--models add_one_op mobilenet_v2_int8] [--rows N]
-                                      [--workers 1 2] [--rounds 2] [--batch-size 8] [--json FILE]
+                                      [--workers 1 2] [--rounds 2] [--batch-size 8] [--campaign 200]
+                                      [--json FILE]
 
 Per model, in one run on one machine (each executor in turn every round, so all see the same
 stretches of a machine whose speed drifts):
@@ -15,7 +16,9 @@ loaded before the clock starts); for Ray, evaluate's own figures: the start-up (
 results come back: actors start and load the model) and the steady rate after it. "ray no-op"
 is evaluate with a backend that returns at once: the per-row cost of Ray Data itself (driver
 ingest, scheduling, results back), which bounds what any number of machines can give one
-driver. The last lines turn these into an estimate for N machines.
+driver. The last lines turn these into an estimate for N machines. --campaign N times a
+campaign (cases/s) of single-operator cases against drawing and checking the same chunks in
+this process.
 """
 
 from __future__ import annotations
@@ -38,12 +41,14 @@ MODELS = ["add_one_op", "mobilenet_v2_int8"]
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--models", nargs="+", default=MODELS, choices=MODELS)
+    p.add_argument("--models", nargs="*", default=MODELS, choices=MODELS, help="(none: only the campaign)")
     p.add_argument("--rows", type=int, nargs="+", default=None,
                    help="rows per model, in --models order (default: 2000 for add_one_op, 160 for MobileNetV2)")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--rounds", type=int, default=2)
     p.add_argument("--batch-size", type=int, default=8, help="evaluate's batch_size (rows per Ray Data batch)")
+    p.add_argument("--campaign", type=int, default=200, metavar="N",
+                   help="also time a campaign of N cases against the same chunks in one process (0: skip)")
     p.add_argument("--json", type=Path)
     return p.parse_args(argv)
 
@@ -114,6 +119,34 @@ def _ray(vgf: Path, rows: list[list], workers: int, backend: object, batch_size:
             "rows_per_s": summary["steady_rows_per_second"]}
 
 
+def _campaigns(n: int, workers: list[int], tmp: Path) -> dict[str, float]:
+    """Cases/s of a campaign of `n` single-operator cases (every family), cpu against cpu: the
+    same chunks drawn and checked in this process, then by `campaign` over Ray tasks."""
+    import numba
+    from threadpoolctl import threadpool_limits
+
+    from pyvgf.distributed import CHUNK, _chunk, campaign
+    from pyvgf.testing import ops
+
+    strategy = ops()
+    threads = numba.get_num_threads()
+    numba.set_num_threads(1)
+    with threadpool_limits(1):      # one thread of each library, as a Ray worker has
+        start = time.perf_counter()
+        done = sum(_chunk(strategy, ["cpu", "cpu"], 0, c, min(CHUNK, n - c * CHUNK), n)["cases"]
+                   for c in range(-(-n // CHUNK)))
+        rates = {"loop, 1 thread": done / (time.perf_counter() - start)}
+    numba.set_num_threads(threads)
+    for w in workers:
+        start = time.perf_counter()
+        summary = campaign(strategy, ["cpu", "cpu"], n=n, workers=w, out_dir=tmp / f"campaign{w}", progress=False)
+        rates[f"ray, {w} worker{'s' * (w > 1)}"] = summary["cases"] / (time.perf_counter() - start)
+    print(f"campaign: {n} cases of ops(), cpu against cpu")
+    for label, rate in rates.items():
+        print(f"  {label:24s} {rate:8.1f} cases/s")
+    return rates
+
+
 def main(argv: list[str] | None = None) -> int:
     sys.path[:0] = [str(ROOT), str(ROOT / "tools"), str(ROOT / "tools" / "bench")]
     if argv is None and sys.argv[1:2] == ["--loop-child"]:
@@ -165,6 +198,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  one driver moves at most ~{ceiling:.0f} rows/s (no-op backend): N machines of c cores "
               f"give ~min(N*c*{1 / one:.1f}, {ceiling:.0f}) rows/s once started; the ceiling is near "
               f"N*c = {ceiling * one:.1f} workers")
+    if args.campaign:
+        report["campaign"] = _campaigns(args.campaign, args.workers, Path(tmp))
     if args.json:
         args.json.write_text(json.dumps({"cores": cores, "load_average": os.getloadavg(), "models": report}, indent=1))
         print(f"wrote {args.json}")
