@@ -87,3 +87,16 @@ def test_a_real_mismatch_is_an_error_naming_both(backend, fmt, shape):
     vgf.resources[0].format, vgf.resources[0].shape = int(fmt), shape
     with pytest.raises(pyvgf.VGFError, match=r"binding 0\)? is tensor<2x5 int16>, but (the )?resource"):
         pyvgf.load(vgf, backend=backend)
+
+
+def test_a_built_rank0_graph_runs_like_the_converters_file():
+    from build_graphs import runtime_rank0
+
+    graph = runtime_rank0()
+    vgf = graph.to_vgf()
+    assert [r.shape for r in vgf.resources] == [[], [2, 3], [], [], [2, 3], []]
+    inputs = [np.array(-1.25, np.float32), np.ones((2, 3), np.float32), np.array(5, np.int32)]
+    with pyvgf.load(vgf) as built, pyvgf.load(fixtures.model("runtime_rank0")) as theirs:
+        for g, t in zip(built.run(inputs), theirs.run(inputs)):
+            assert g.shape == t.shape and g.dtype == t.dtype
+            np.testing.assert_array_equal(g, t)

@@ -72,7 +72,8 @@ generator arguments (ranks 0..6, its dtypes and shapes), as tosa_verif_conforman
 does. "full": the suite's own selection (its `selector`: every rank x type x rounding...
 permutation, up to its maximum, with every value of its full_params such as RESCALE's
 input_unsigned / output_unsigned, plus the special full-range and FP special-value tests).
-"fast": the same permutations and full_params, one case each, no special tests, and none of
+"fast": one case per rank x type (x the op's other non-shape permutes, such as RESCALE's
+rounding modes and output types), every unsigned RESCALE variant, no special tests, and none of
 the huge-shape argument lists (above MAX_FAST_ELEMENTS elements)."""
 
 MAX_FAST_ELEMENTS = 1 << 16
@@ -155,6 +156,14 @@ class Batch:
     """(op, JSON of its selection criteria) for the selection config of this run."""
 
 
+def _fast_criteria(criteria: dict) -> dict:
+    """The fast selection's criteria: one case per rank x type (x the op's other non-shape
+    permutes), every unsigned variant, no shape permutes, specifics or other full_params."""
+    permutes = ["rank", "type", *(p for p in criteria.get("permutes", []) if p not in ("rank", "type", "shape"))]
+    unsigned = [p for p in criteria.get("full_params", []) if p in ("input_unsigned", "output_unsigned")]
+    return {"permutes": permutes, "full_params": unsigned, "maximum": 1}
+
+
 def batches(selection: str = "fast", ops: str | None = None) -> list[Batch]:
     """Every generator run of `selection` for the ops matching regex `ops` (lower-case names)."""
     config = json.loads(_site_file(CTS_CONFIG).read_text())
@@ -173,7 +182,7 @@ def batches(selection: str = "fast", ops: str | None = None) -> list[Batch]:
                 continue
             criteria = dict(entry["selection"][gen.get("selector", "default")])
             if selection == "fast":
-                criteria["maximum"] = 1
+                criteria = _fast_criteria(criteria)
             random_const = "random_const_inputs" in entry.get("support_for", [])
             for args in gen["generator_args"]:
                 if selection == "fast" and _shape_elements(args) > MAX_FAST_ELEMENTS:
