@@ -72,9 +72,9 @@ generator arguments (ranks 0..6, its dtypes and shapes), as tosa_verif_conforman
 does. "full": the suite's own selection (its `selector`: every rank x type x rounding...
 permutation, up to its maximum, with every value of its full_params such as RESCALE's
 input_unsigned / output_unsigned, plus the special full-range and FP special-value tests).
-"fast": one case per rank x type (x the op's other non-shape permutes, such as RESCALE's
-rounding modes and output types), every unsigned RESCALE variant, no special tests, and none of
-the huge-shape argument lists (above MAX_FAST_ELEMENTS elements)."""
+"fast": one case per rank x type (x RESCALE's rounding modes and output types, convolutions'
+accumulator types), every unsigned RESCALE variant, no special tests, and none of the huge-shape
+argument lists (above MAX_FAST_ELEMENTS elements)."""
 
 MAX_FAST_ELEMENTS = 1 << 16
 
@@ -156,12 +156,18 @@ class Batch:
     """(op, JSON of its selection criteria) for the selection config of this run."""
 
 
+FAST_PERMUTES = ("rank", "type", "rounding_mode", "output_dtype", "acc_type")
+"""What the fast selection permutes over (where the op's own selection does)."""
+
+
 def _fast_criteria(criteria: dict) -> dict:
-    """The fast selection's criteria: one case per rank x type (x the op's other non-shape
-    permutes), every unsigned variant, no shape permutes, specifics or other full_params."""
-    permutes = ["rank", "type", *(p for p in criteria.get("permutes", []) if p not in ("rank", "type", "shape"))]
+    """The fast selection's criteria: one case per rank x type (x RESCALE's rounding modes and
+    output types, convolutions' accumulator types), every unsigned RESCALE variant, and only
+    test set 0 of the dot-product tests (no shape or kernel permutes, specifics or groups)."""
+    own = criteria.get("permutes", [])
+    permutes = ["rank", "type", *(p for p in FAST_PERMUTES[2:] if p in own)]
     unsigned = [p for p in criteria.get("full_params", []) if p in ("input_unsigned", "output_unsigned")]
-    return {"permutes": permutes, "full_params": unsigned, "maximum": 1}
+    return {"permutes": permutes, "full_params": unsigned, "groups": [], "maximum": 1}
 
 
 def batches(selection: str = "fast", ops: str | None = None) -> list[Batch]:
@@ -287,10 +293,13 @@ class Case:
 
 
 def cases(folder: Path) -> list[Case]:
-    """Every test case under a generated folder, sorted by name."""
+    """Every test case of the finished generator runs under a generated folder, sorted by name
+    (so a sweep can start on a folder whose generation is still going on)."""
     found = []
-    for desc in sorted((folder / "tests").glob("**/desc.json")):
-        found.append(Case(desc.parent, json.loads(desc.read_text())))
+    for batch in sorted((folder / "tests").iterdir()) if (folder / "tests").is_dir() else []:
+        if (batch / ".done").exists():
+            for desc in sorted(batch.glob("*/*/desc.json")):
+                found.append(Case(desc.parent, json.loads(desc.read_text())))
     return found
 
 
