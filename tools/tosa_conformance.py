@@ -1,8 +1,17 @@
 """TOSA conformance sweep: Arm's per-op test cases run through pyvgf, checked by Arm's verifier.
 
-    python tools/tosa_conformance.py                    # fast selection, print the table
+    python tools/tosa_conformance.py                    # fast selection on cpu, print the table
+    python tools/tosa_conformance.py --backend vulkan --jobs 16 --journal J.jsonl --write T.md
     python tools/tosa_conformance.py --selection full --write spec/tosa-coverage.md
     python tools/tosa_conformance.py --ops 'conv2d|add' --show-failures
+    python tools/tosa_conformance.py --folder .cache/conformance/fast-KEY --backend vulkan
+
+The cases are what the conformance suite's own generator (tosa_verif_conformance_generator)
+makes: every generation group of tosa-tools' cts-config whose profiles/extensions we sweep, with
+its generator arguments (ranks 0..6, rank-0 included; RESCALE's unsigned variants) and its
+selection (SELECTIONS says how fast and full differ). A prepared `--folder` (generated,
+converted and with reference results, e.g. copied from another machine) needs neither the
+generator, model-converter nor tosa_reference_model, only tosa-tools' verify library.
 
 For every operator of the TOSA.001000.1 SPIR-V instruction set:
   1. `tosa_verif_build_tests` (tosa-tools) generates positive test cases: a TOSA FlatBuffer,
@@ -10,8 +19,7 @@ For every operator of the TOSA.001000.1 SPIR-V instruction set:
   2. `tosa_reference_model --precise_mode=1` computes the reference result (fp64 for float
      tests, plus a bounds tensor where the test needs one);
   3. `model-converter` turns the FlatBuffer into a VGF (a case it refuses is "rejected");
-  4. pyvgf runs the VGF: pyvgf.format.read -> the GRAPH module's SPIR-V -> decode_graph ->
-     GraphPlan with the segment's graph constants -> run on the test inputs;
+  4. pyvgf runs the VGF as a user does: `pyvgf.load(vgf, backend).run(inputs)` (--backend);
   5. tosa-tools' verify library (`tvf_verify_data`, the code behind `tosa_verify`) judges the
      result with the test's compliance mode: EXACT for integers, ULP / ABS_ERROR / DOT_PRODUCT /
      REDUCE_PRODUCT / RESIZE... for floats, exactly as the TOSA conformance suite does.
@@ -117,10 +125,13 @@ def _native(name: str) -> str:
 
 @functools.cache
 def _versions() -> str:
-    return ";".join(
-        f"{p}={importlib.metadata.version(p)}"
-        for p in ("tosa-tools", "ai-ml-sdk-model-converter")
-    )
+    def version(package: str) -> str:
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:  # a prepared --folder needs neither tool
+            return "not installed"
+
+    return ";".join(f"{p}={version(p)}" for p in ("tosa-tools", "ai-ml-sdk-model-converter"))
 
 
 # -- 1. generation ----------------------------------------------------------------------------
