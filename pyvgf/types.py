@@ -7,6 +7,13 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def vulkan_shape(shape: tuple[int, ...] | list[int]) -> tuple[int, ...]:
+    """The dimensions a tensor of this shape has in Vulkan: a rank-0 (scalar) tensor is a
+    one-element tensor of rank 1, since VkTensorDescriptionARM's dimensionCount must be greater
+    than 0 (Arm's scenario runner and model-converter do the same; see spec/runtime.md)."""
+    return tuple(shape) or (1,)
+
+
 @dataclass(frozen=True)
 class TensorType:
     """The element type and shape of a tensor (an OpTypeTensorARM, a VGF resource)."""

@@ -1,4 +1,4 @@
-"""The graphs of tests/models/{add_f32,build_*}.mlir written with pyvgf.build."""
+"""The graphs of tests/models/{add_f32,build_*,runtime_rank0}.mlir written with pyvgf.build."""
 
 from __future__ import annotations
 
@@ -43,4 +43,14 @@ def build_int_mix() -> Graph:
     return g
 
 
-GRAPHS = {"add_f32": add_f32, "build_conv_clamp": build_conv_clamp, "build_int_mix": build_int_mix}
+def runtime_rank0() -> Graph:
+    g = Graph()
+    a, b, k = g.input("float32", ()), g.input("float32", (2, 3)), g.input("int32", ())
+    total = g.op("ADD", input1=a, input2=np.array(2.5, np.float32))
+    flat = g.op("RESHAPE", input1=total, shape=[1, 1], result=("float32", (1, 1)))
+    g.output(g.op("EXP", input1=total), g.op("ADD", input1=b, input2=flat), g.op("ADD", input1=k, input2=k))
+    return g
+
+
+GRAPHS = {"add_f32": add_f32, "build_conv_clamp": build_conv_clamp, "build_int_mix": build_int_mix,
+          "runtime_rank0": runtime_rank0}

@@ -33,26 +33,14 @@ from pyvgf.tosa._common import (  # noqa: E402
     I32,
     I48,
 )
+from pyvgf.elements import by_dtype  # noqa: E402
 from pyvgf.tosa.registry import OPS  # noqa: E402
 from pyvgf.types import TensorType  # noqa: E402
 
-MLIR_NAMES = {
-    BOOL: "i1",
-    I8: "i8",
-    I16: "i16",
-    I32: "i32",
-    I48: "i48",
-    FP16: "f16",
-    BF16: "bf16",
-    FP32: "f32",
-    FP8E4M3: "f8E4M3FN",
-    FP8E5M2: "f8E5M2",
-}
-
-
 def mlir_type(dtype: np.dtype, shape: tuple[int, ...]) -> str:
+    """The MLIR tensor type; int64 arrays hold int48 here (the only 64-bit TOSA 1.0 type)."""
     dims = "".join(f"{d}x" for d in shape)
-    return f"tensor<{dims}{MLIR_NAMES[np.dtype(dtype)]}>"
+    return f"tensor<{dims}{'i48' if np.dtype(dtype) == I48 else by_dtype(dtype).mlir}>"
 
 
 def _dense(array: np.ndarray) -> str:

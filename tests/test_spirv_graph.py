@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pyvgf.errors import SpirvError
+from pyvgf.format import Format, numpy_dtype
 from pyvgf.spirv import Const, GraphConstant, Input, Result, decode, decode_graph, disassemble
 from pyvgf.types import TensorType
 
@@ -21,17 +22,6 @@ OP_NO_LINE, OP_SOURCE_CONTINUED = 317, 2
 OP_CONSTANT_COMPOSITE, OP_DECORATE, OP_TYPE_TENSOR = 44, 71, 4163
 OP_GRAPH_INPUT, OP_GRAPH_SET_OUTPUT, OP_GRAPH_END, OP_REPLICATE = 4184, 4185, 4186, 4461
 
-VK_FORMATS = {
-    "VK_FORMAT_R8_SINT": np.int8,
-    "VK_FORMAT_R16_SINT": np.int16,
-    "VK_FORMAT_R32_SINT": np.int32,
-    "VK_FORMAT_R64_SINT": np.int64,
-    "VK_FORMAT_R16_SFLOAT": np.float16,
-    "VK_FORMAT_R32_SFLOAT": np.float32,
-    "VK_FORMAT_R8_BOOL_ARM": np.bool_,
-    "VK_FORMAT_R16_SFLOAT_FPENCODING_BFLOAT16_ARM": ml_dtypes.bfloat16,
-    "VK_FORMAT_R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM": ml_dtypes.float8_e4m3fn,
-}
 F32 = np.dtype(np.float32)
 
 
@@ -42,7 +32,7 @@ def vgf_json(vgf) -> dict:
 
 def resource_type(doc: dict, mrt: int) -> TensorType:
     r = doc["resources"][mrt]
-    return TensorType(np.dtype(VK_FORMATS[r["vk_format"]]), tuple(r["shape"]))
+    return TensorType(numpy_dtype(Format[r["vk_format"].removeprefix("VK_FORMAT_")]), tuple(r["shape"]))
 
 
 def graph_of(name: str):

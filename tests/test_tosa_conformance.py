@@ -1,7 +1,9 @@
 """TOSA 1.0 conformance: Arm's generated per-op cases through pyvgf (tools/tosa_conformance.py).
 
-By default a fast selection (one small case per op and type permutation, generated once and
-cached under .cache/conformance); `pytest -m slow` runs the conformance suite's own selection.
+The default suite runs the fast selection (one case per rank x type x ..., rank 0 and unsigned
+RESCALE included; generated once and cached under .cache/conformance) of a few operators; the
+`slow` tests run the fast selection of all 66 on cpu and on vulkan, and the conformance suite's
+own selection on cpu.
 """
 
 from __future__ import annotations
@@ -10,16 +12,24 @@ import numpy as np
 import pytest
 import tosa_conformance as tc  # tools/tosa_conformance.py (tests/conftest.py puts tools/ on sys.path)
 
+DEFAULT_OPS = ("ADD", "MUL", "TABLE")
+"""The operators whose fast cases the default suite runs (the others are in the slow suite)."""
 
-def _by_op(selection: str) -> dict[str, list[tc.Case]]:
+
+def _by_op(selection: str, ops: str | None = None) -> dict[str, list[tc.Case]]:
     by_op: dict[str, list[tc.Case]] = {}
-    for case in tc.cases(tc.generate(selection)):
+    for case in tc.cases(tc.generate(selection, ops, jobs=2)):
         by_op.setdefault(case.op, []).append(case)
     return by_op
 
 
 @pytest.fixture(scope="session")
 def fast_cases() -> dict[str, list[tc.Case]]:
+    return _by_op("fast", "^(" + "|".join(op.lower() for op in DEFAULT_OPS) + ")$")
+
+
+@pytest.fixture(scope="session")
+def all_fast_cases() -> dict[str, list[tc.Case]]:
     return _by_op("fast")
 
 
@@ -28,10 +38,14 @@ def full_cases() -> dict[str, list[tc.Case]]:
     return _by_op("full")
 
 
-def _check(op_cases: list[tc.Case], op: str) -> None:
+def _check(op_cases: list[tc.Case], op: str, backend: str = "cpu") -> None:
     if not op_cases:
         pytest.skip(f"tosa_verif_build_tests makes no TOSA 1.0 case for {op}")
-    outcomes = [tc.run_case(case) for case in op_cases]
+    if backend == "vulkan":
+        from conftest_vulkan import require_vulkan
+
+        require_vulkan()
+    outcomes = [tc.run_case(case, backend) for case in op_cases]
     bad = [o for o in outcomes if o.status in (tc.FAIL, tc.ERROR)]
     if bad:
         pytest.fail("\n".join(f"{o.case.name} [{o.case.dtypes}]: {o.message}" for o in bad))
@@ -40,15 +54,42 @@ def _check(op_cases: list[tc.Case], op: str) -> None:
     assert any(o.status == tc.PASS for o in outcomes), [o.message for o in outcomes]
 
 
-@pytest.mark.parametrize("op", tc.tosa_ops())
+@pytest.mark.parametrize("op", DEFAULT_OPS)
 def test_op_fast(fast_cases: dict[str, list[tc.Case]], op: str) -> None:
     _check(fast_cases.get(op, []), op)
+
+
+def test_fast_selection_has_rank0_cases(fast_cases: dict[str, list[tc.Case]]) -> None:
+    assert {op for op, found in fast_cases.items() if any(c.rank0 for c in found)} == set(DEFAULT_OPS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", tc.tosa_ops())
+def test_op_fast_all(all_fast_cases: dict[str, list[tc.Case]], op: str) -> None:
+    _check(all_fast_cases.get(op, []), op)
+
+
+@pytest.mark.slow
+@pytest.mark.vulkan
+@pytest.mark.parametrize("op", tc.tosa_ops())
+def test_op_fast_all_vulkan(all_fast_cases: dict[str, list[tc.Case]], op: str) -> None:
+    _check(all_fast_cases.get(op, []), op, "vulkan")
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("op", tc.tosa_ops())
 def test_op_full(full_cases: dict[str, list[tc.Case]], op: str) -> None:
     _check(full_cases.get(op, []), op)
+
+
+def test_generation_follows_the_conformance_suite() -> None:
+    """Every generation group of our profiles/extensions, rank 0 and unsigned RESCALE included."""
+    rescale = tc.batches("fast", "^rescale$")
+    assert {b.profile_ext for b in rescale} == {"tosa-pro-int", "tosa-ext-int16"}
+    assert any("0" in b.args[b.args.index("--target-rank"):] for b in rescale if "--target-rank" in b.args)
+    criteria = {c for b in rescale for _, c in b.selections}
+    assert all('"input_unsigned"' in c and '"output_unsigned"' in c for c in criteria)
+    assert {op for b in tc.batches("fast") for op in b.ops} == {op.lower() for op in tc.tosa_ops()}
 
 
 def test_tosa_ops_are_the_66_of_the_grammar() -> None:

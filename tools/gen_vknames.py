@@ -1,4 +1,4 @@
-"""Generate pyvgf/format/vknames.py: Vulkan enum value -> name tables that `vgf_dump` prints.
+"""Generate pyvgf/vknames.py: Vulkan enum value -> name tables that `vgf_dump` prints.
 
     python tools/gen_vknames.py   # needs the vulkan-object package (vk.xml)
 
@@ -13,7 +13,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 ENUMS = ("VkFormat", "VkDescriptorType", "VkFilter", "VkSamplerAddressMode", "VkBorderColor")
-OUT = Path(__file__).resolve().parents[1] / "pyvgf" / "format" / "vknames.py"
+OUT = Path(__file__).resolve().parents[1] / "pyvgf" / "vknames.py"
 
 
 def _value(e: ET.Element, extnumber: int | None) -> int | None:
@@ -60,7 +60,8 @@ def tables(vk_xml: Path) -> dict[str, dict[int, str]]:
     return out
 
 
-def main() -> int:
+def source() -> str:
+    """The text of pyvgf/vknames.py, generated from the installed vulkan-object's vk.xml."""
     import vulkan_object
 
     vk_xml = Path(vulkan_object.__file__).parent / "vk.xml"
@@ -74,7 +75,11 @@ def main() -> int:
         lines.extend(f"    {value}: {text!r}," for value, text in sorted(table.items()))
         lines.append("}")
         lines.append("")
-    OUT.write_text("\n".join(lines))
+    return "\n".join(lines)
+
+
+def main() -> int:
+    OUT.write_text(source())
     print(OUT)
     return 0
 

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 from fixtures import tosa_from_mlir
 
+from pyvgf.elements import BY_MLIR, raw_view
 from pyvgf.format import Format, numpy_dtype
 from pyvgf.hal.vulkan.layers import emulation_layer_env
 
@@ -41,15 +41,6 @@ class ReferenceUnpredictable(ReferenceError):
 
 # MLIR element type -> numpy dtype, for the types the reference model cannot hand numpy
 # natively (it takes and gives bf16/fp8 as raw bytes).
-_MLIR_TYPES = {
-    "i1": np.dtype(np.bool_), "i8": np.dtype(np.int8), "i16": np.dtype(np.int16),
-    "i32": np.dtype(np.int32), "i48": np.dtype(np.int64), "i64": np.dtype(np.int64),
-    "f16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
-    "f32": np.dtype(np.float32), "f8E4M3FN": np.dtype(ml_dtypes.float8_e4m3fn),
-    "f8E5M2": np.dtype(ml_dtypes.float8_e5m2),
-}
-_RAW = {np.dtype(ml_dtypes.bfloat16): np.uint16, np.dtype(ml_dtypes.float8_e4m3fn): np.uint8,
-        np.dtype(ml_dtypes.float8_e5m2): np.uint8}
 _MAIN_RESULTS = re.compile(r"func\.func\s+@main\s*\((?:[^()]|\([^()]*\))*\)\s*->\s*(\([^)]*\)|[^{]+)")
 _ELEMENT = re.compile(r"tensor<(?:[0-9?]+x)*([A-Za-z0-9]+)>")
 
@@ -58,7 +49,7 @@ def _result_dtypes(mlir_text: str) -> list[np.dtype]:
     match = _MAIN_RESULTS.search(mlir_text)
     if match is None:
         raise ReferenceError("the MLIR has no func.func @main with result types")
-    return [_MLIR_TYPES[name] for name in _ELEMENT.findall(match.group(1))]
+    return [BY_MLIR[name].dtype for name in _ELEMENT.findall(match.group(1))]
 
 
 def _reference_worker(conn: Connection) -> None:
@@ -128,7 +119,7 @@ def tosa_reference(mlir_text: str, inputs: list[np.ndarray]) -> list[np.ndarray]
     The model runs in a child process, so that its crashes cannot take the caller down.
     """
     flatbuffer = tosa_from_mlir(mlir_text).read_bytes()
-    raw_inputs = [np.ascontiguousarray(x).view(_RAW.get(x.dtype, x.dtype)) for x in inputs]
+    raw_inputs = [raw_view(x) for x in inputs]
     kind, payload = _WORKER.run(flatbuffer, raw_inputs)
     if kind == "unpredictable":
         raise ReferenceUnpredictable(f"tosa_reference_model: {payload}")

@@ -1,8 +1,17 @@
 """TOSA conformance sweep: Arm's per-op test cases run through pyvgf, checked by Arm's verifier.
 
-    python tools/tosa_conformance.py                    # fast selection, print the table
+    python tools/tosa_conformance.py                    # fast selection on cpu, print the table
+    python tools/tosa_conformance.py --backend vulkan --jobs 16 --journal J.jsonl --write T.md
     python tools/tosa_conformance.py --selection full --write spec/tosa-coverage.md
     python tools/tosa_conformance.py --ops 'conv2d|add' --show-failures
+    python tools/tosa_conformance.py --folder .cache/conformance/fast-KEY --backend vulkan
+
+The cases are what the conformance suite's own generator (tosa_verif_conformance_generator)
+makes: every generation group of tosa-tools' cts-config whose profiles/extensions we sweep, with
+its generator arguments (ranks 0..6, rank-0 included; RESCALE's unsigned variants) and its
+selection (SELECTIONS says how fast and full differ). A prepared `--folder` (generated,
+converted and with reference results, e.g. copied from another machine) needs neither the
+generator, model-converter nor tosa_reference_model, only tosa-tools' verify library.
 
 For every operator of the TOSA.001000.1 SPIR-V instruction set:
   1. `tosa_verif_build_tests` (tosa-tools) generates positive test cases: a TOSA FlatBuffer,
@@ -10,8 +19,7 @@ For every operator of the TOSA.001000.1 SPIR-V instruction set:
   2. `tosa_reference_model --precise_mode=1` computes the reference result (fp64 for float
      tests, plus a bounds tensor where the test needs one);
   3. `model-converter` turns the FlatBuffer into a VGF (a case it refuses is "rejected");
-  4. pyvgf runs the VGF: pyvgf.format.read -> the GRAPH module's SPIR-V -> decode_graph ->
-     GraphPlan with the segment's graph constants -> run on the test inputs;
+  4. pyvgf runs the VGF as a user does: `pyvgf.load(vgf, backend).run(inputs)` (--backend);
   5. tosa-tools' verify library (`tvf_verify_data`, the code behind `tosa_verify`) judges the
      result with the test's compliance mode: EXACT for integers, ULP / ABS_ERROR / DOT_PRODUCT /
      REDUCE_PRODUCT / RESIZE... for floats, exactly as the TOSA conformance suite does.
@@ -34,17 +42,19 @@ import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from fixtures import tool  # noqa: E402  (tools/fixtures.py, beside this file)
+from fixtures import tool  # tools/fixtures.py, beside this file
+
+from pyvgf.elements import BY_TOSA
 
 CACHE = Path(os.environ.get("PYVGF_CONFORMANCE_CACHE", ROOT / ".cache" / "conformance"))
 TOSA_VERSION = "1.0.0"
@@ -61,19 +71,23 @@ EXTENSIONS = (
 )
 """The TOSA 1.0 extensions whose tests are generated (besides the two profiles)."""
 
-SELECTIONS: dict[str, list[str]] = {
-    # One case per (op, type permutation), tensor dims 1..16 (fp dot-product tests need >= 1000
-    # multiply-accumulates, so smaller ranges drop every float convolution).
-    "fast": ["--tensor-dim-range", "1,16", "--no-special-tests"],
-    # The conformance suite's own "default" selection (cts-config) over the same dims, with the
-    # special full-range and FP special-value tests.
-    "full": ["--tensor-dim-range", "1,16"],
-}
+PROFILES = ("tosa-pro-int", "tosa-pro-fp")
 
-FFT_OPS = ("FFT2D", "RFFT2D")
-FFT_ARGS = ["--target-shape", "1,32,32", "2,16,64"]
-"""FFT tests need power-of-two sizes and >= 1000 calculations: they get shapes of their own."""
+SELECTIONS = ("fast", "full")
+"""How many of the generator's cases are kept. Both make every generation group of the
+conformance suite's cts-config whose profiles/extensions are among ours, with the group's own
+generator arguments (ranks 0..6, its dtypes and shapes), as tosa_verif_conformance_generator
+does. "full": the suite's own selection (its `selector`: every rank x type x rounding...
+permutation, up to its maximum, with every value of its full_params such as RESCALE's
+input_unsigned / output_unsigned, plus the special full-range and FP special-value tests).
+"fast": one case per rank x type (x RESCALE's rounding modes and output types, convolutions'
+accumulator types), every unsigned RESCALE variant, no special tests, and none of the huge-shape
+argument lists (above MAX_FAST_ELEMENTS elements)."""
 
+MAX_FAST_ELEMENTS = 1 << 16
+
+CTS_CONFIG = "conformance/cts-config_v1.0.json"
+"""The conformance suite's test configuration (tosa-tools): generation groups per op."""
 
 # -- the operator set -------------------------------------------------------------------------
 
@@ -111,71 +125,146 @@ def _native(name: str) -> str:
 
 @functools.cache
 def _versions() -> str:
-    return ";".join(
-        f"{p}={importlib.metadata.version(p)}"
-        for p in ("tosa-tools", "ai-ml-sdk-model-converter")
-    )
+    def version(package: str) -> str:
+        try:
+            return importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:  # a prepared --folder needs neither tool
+            return "not installed"
+
+    return ";".join(f"{p}={version(p)}" for p in ("tosa-tools", "ai-ml-sdk-model-converter"))
 
 
 # -- 1. generation ----------------------------------------------------------------------------
 
 
-def _selection_config(path: Path, criteria: str) -> Path:
-    """The conformance suite's cts-config, or (fast) one test per dtype permutation per op."""
-    if criteria == "default":
-        return _site_file("conformance/cts-config_v1.0.json")
-    config = {
-        op.lower(): {"selection": {criteria: {"permutes": ["type"], "maximum": 1}}}
-        for op in tosa_ops()
-    }
-    path.write_text(json.dumps(config, indent=1))
-    return path
+def _version_ok(entry: dict) -> bool:
+    def parse(text: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in text.lstrip("v").split("."))
+
+    ours = parse(TOSA_VERSION)
+    return parse(entry.get("from_version", "0.0.0")) <= ours <= parse(entry.get("to_version", "99.0.0"))
 
 
-def generate(selection: str = "fast", ops: str | None = None) -> Path:
-    """Generate (or reuse) the test cases of `selection` for the ops matching regex `ops`.
+def _shape_elements(args: list[str]) -> int:
+    """The most elements of any --target-shape in a generator argument list (0: none)."""
+    if "--target-shape" not in args:
+        return 0
+    shapes = args[args.index("--target-shape") + 1:]
+    shapes = shapes[:next((i for i, a in enumerate(shapes) if a.startswith("--")), len(shapes))]
+    return max(int(np.prod([int(d) for d in shape.split(",")])) for shape in shapes)
 
-    Returns the folder whose tests/ holds one sub-folder per case (grouped by op).
-    """
-    names = [op for op in tosa_ops() if ops is None or re.search(ops, op.lower())]
+
+@dataclass(frozen=True)
+class Batch:
+    """One tosa_verif_build_tests run: ops sharing a generation group's profiles and arguments."""
+
+    ops: tuple[str, ...]
+    profile_ext: str
+    """The cts-config generation group's name, e.g. tosa-pro-int or tosa-ext-int16."""
+    args: tuple[str, ...]
+    random_const: bool
+    selections: tuple[tuple[str, str], ...]
+    """(op, JSON of its selection criteria) for the selection config of this run."""
+
+
+FAST_PERMUTES = ("rank", "type", "rounding_mode", "output_dtype", "acc_type")
+"""What the fast selection permutes over (where the op's own selection does)."""
+
+
+def _fast_criteria(criteria: dict) -> dict:
+    """The fast selection's criteria: one case per rank x type (x RESCALE's rounding modes and
+    output types, convolutions' accumulator types), every unsigned RESCALE variant, and only
+    test set 0 of the dot-product tests (no shape or kernel permutes, specifics or groups)."""
+    own = criteria.get("permutes", [])
+    permutes = ["rank", "type", *(p for p in FAST_PERMUTES[2:] if p in own)]
+    unsigned = [p for p in criteria.get("full_params", []) if p in ("input_unsigned", "output_unsigned")]
+    return {"permutes": permutes, "full_params": unsigned, "groups": [], "maximum": 1}
+
+
+def batches(selection: str = "fast", ops: str | None = None) -> list[Batch]:
+    """Every generator run of `selection` for the ops matching regex `ops` (lower-case names)."""
+    config = json.loads(_site_file(CTS_CONFIG).read_text())
+    chosen = set(PROFILES) | set(EXTENSIONS)
+    names = [op.lower() for op in tosa_ops() if ops is None or re.search(ops, op.lower())]
     if not names:
         raise ValueError(f"no TOSA 1.0 operator matches {ops!r}")
-    criteria = "default" if selection == "full" else selection
-    common = [
+    grouped: dict[tuple, list[tuple[str, str]]] = defaultdict(list)
+    for op in names:
+        entry = config.get(op)
+        if entry is None or not _version_ok(entry):
+            continue
+        for gen_name, gen in entry["generation"].items():
+            need_all, need_any = set(gen.get("supports_all", [])), set(gen.get("supports_any", []))
+            if not need_all <= chosen or (need_any and not need_any & chosen) or not _version_ok(gen):
+                continue
+            criteria = dict(entry["selection"][gen.get("selector", "default")])
+            if selection == "fast":
+                criteria = _fast_criteria(criteria)
+            random_const = "random_const_inputs" in entry.get("support_for", [])
+            for args in gen["generator_args"]:
+                if selection == "fast" and _shape_elements(args) > MAX_FAST_ELEMENTS:
+                    continue
+                if selection == "fast" and "--no-special-tests" not in args:
+                    args = [*args, "--no-special-tests"]
+                key = (gen_name, tuple(args), random_const)
+                grouped[key].append((op, json.dumps(criteria, sort_keys=True)))
+    return [Batch(tuple(op for op, _ in members), key[0], key[1], key[2], tuple(members))
+            for key, members in grouped.items()]
+
+
+def _generate_batch(batch: Batch, out: Path) -> str:
+    """Run tosa_verif_build_tests for one batch into `out`; returns its log."""
+    out.mkdir(parents=True, exist_ok=True)
+    config = out / "selection.json"
+    config.write_text(json.dumps(
+        {op: {"selection": {"pyvgf": json.loads(criteria)}} for op, criteria in batch.selections}
+    ))
+    cmd = [
+        tool("tosa_verif_build_tests"), "-o", str(out),
+        "--filter", "^(" + "|".join(batch.ops) + ")$",
+        *(["--random-const-inputs"] if batch.random_const else []),
         "--tosa-version", TOSA_VERSION,
-        "--test-type", "positive",
-        "--profile", "tosa-pro-int", "tosa-pro-fp",
-        "--extension", *EXTENSIONS,
-        *SELECTIONS[selection],
+        "--test-selection-config", str(config), "--test-selection-criteria", "pyvgf",
+        "--profile", *PROFILES, "--extension", *EXTENSIONS,
+        "--test-type", "positive", *batch.args,
     ]  # fmt: skip
-    groups = [
-        ([n for n in names if n not in FFT_OPS], []),
-        ([n for n in names if n in FFT_OPS], FFT_ARGS),
-    ]
-    runs = [
-        [*common, *extra, "--filter", "^(" + "|".join(n.lower() for n in group) + ")$"]
-        for group, extra in groups
-        if group
-    ]
-    key = hashlib.sha256(f"{_versions()}\0{criteria}\0{runs}".encode()).hexdigest()[:16]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    log = " ".join(cmd) + "\n" + proc.stdout + proc.stderr
+    if proc.returncode != 0 or "ERROR:" in proc.stderr:
+        raise RuntimeError(f"tosa_verif_build_tests failed:\n{log[-3000:]}")
+    return log
+
+
+def generate(selection: str = "fast", ops: str | None = None, jobs: int = 1) -> Path:
+    """Generate (or reuse) the test cases of `selection` for the ops matching regex `ops`.
+
+    Returns the folder whose tests/ holds one sub-folder per generator run, each holding one
+    folder per case (grouped by op). `jobs` generator runs go at once.
+    """
+    runs = batches(selection, ops)
+    key = hashlib.sha256(f"{_versions()}\0{selection}\0{runs}".encode()).hexdigest()[:16]
     out = CACHE / f"{selection}-{key}"
     if (out / ".done").exists():
         return out
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    config = _selection_config(out / "selection.json", criteria)
-    log = []
-    for args in runs:
-        cmd = [
-            tool("tosa_verif_build_tests"), "-o", str(out / "tests"), *args,
-            "--test-selection-config", str(config), "--test-selection-criteria", criteria,
-        ]  # fmt: skip
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        log.append(" ".join(cmd) + "\n" + proc.stdout + proc.stderr)
-        (out / "generate.log").write_text("\n".join(log))
-        if proc.returncode != 0:
-            raise RuntimeError(f"tosa_verif_build_tests failed, see {out / 'generate.log'}")
+    out.mkdir(parents=True, exist_ok=True)
+    todo = []
+    for batch in runs:
+        folder = out / "tests" / hashlib.sha256(repr(batch).encode()).hexdigest()[:12]
+        if not (folder / ".done").exists():
+            todo.append((batch, folder))
+
+    def one(item: tuple[Batch, Path]) -> str:
+        batch, folder = item
+        if folder.exists():
+            shutil.rmtree(folder)
+        log = _generate_batch(batch, folder)
+        (folder / ".done").touch()
+        return log
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        logs = list(pool.map(one, todo))
+    with (out / "generate.log").open("a") as f:
+        f.write("\n".join(logs))
     (out / ".done").touch()
     return out
 
@@ -196,6 +285,17 @@ class Case:
         return self.desc["test_details"]["operator"]
 
     @property
+    def rank0(self) -> bool:
+        """Whether an input or output of the case is a rank-0 (scalar) tensor."""
+        shapes = [t["shape"] for t in self.desc["meta"]["data_gen"]["tensors"].values()]
+        return [] in shapes or [] in self.desc["test_details"]["output_shapes"]
+
+    @property
+    def unsigned(self) -> bool:
+        """Whether the case reads or writes unsigned values (RESCALE's input/output_unsigned)."""
+        return bool(re.search(r"_iu1|_ou1", self.name))
+
+    @property
     def dtypes(self) -> str:
         """The case's type signature: its input tensor types -> its output types."""
         ins = [t["data_type"] for t in self.desc["meta"]["data_gen"]["tensors"].values()]
@@ -204,10 +304,13 @@ class Case:
 
 
 def cases(folder: Path) -> list[Case]:
-    """Every test case under a generated folder, sorted by name."""
+    """Every test case of the finished generator runs under a generated folder, sorted by name
+    (so a sweep can start on a folder whose generation is still going on)."""
     found = []
-    for desc in sorted((folder / "tests").glob("**/desc.json")):
-        found.append(Case(desc.parent, json.loads(desc.read_text())))
+    for batch in sorted((folder / "tests").iterdir()) if (folder / "tests").is_dir() else []:
+        if (batch / ".done").exists():
+            for desc in sorted(batch.glob("*/*/desc.json")):
+                found.append(Case(desc.parent, json.loads(desc.read_text())))
     return found
 
 
@@ -282,69 +385,28 @@ def _converter_message(text: str) -> str:
 # -- 4. pyvgf ---------------------------------------------------------------------------------
 
 
-def run_vgf(vgf_path: str | Path, inputs: list[np.ndarray]) -> list[np.ndarray]:
-    """Run a single-graph-segment VGF through pyvgf's parts directly.
+def run_model(vgf_path: str | Path, inputs: list[np.ndarray], backend: str = "cpu") -> list[np.ndarray]:
+    """Run a VGF the way a user does: `pyvgf.load(path, backend).run(inputs)`.
 
-    pyvgf.format.read -> the segment's GRAPH module -> decode_graph -> GraphPlan bound to the
-    segment's graph constants -> run. `inputs` follow the model sequence's input order; the
-    outputs follow its output order. An input may differ from the declared shape only where
-    the element count agrees (model-converter turns rank-0 tensors into shape [1]), and from the
-    declared integer type only in signedness (the bits are kept).
+    `inputs` follow the model's input order (model-converter keeps the TOSA graph's order).
     """
-    import pyvgf.tosa  # noqa: F401  (registers the operators)
-    from pyvgf.format import ModuleType, read
-    from pyvgf.spirv import decode_graph
-    from pyvgf.tosa.interpreter import GraphPlan
+    import pyvgf
 
-    vgf = read(vgf_path)
-    segments = vgf.sequence.segments
-    if len(segments) != 1 or segments[0].type != ModuleType.GRAPH:
-        raise ValueError(f"{vgf_path}: run_vgf handles one GRAPH segment, not {segments}")
-    segment = segments[0]
-    graph = decode_graph(vgf.modules[segment.module_index].code)
-    constants = {}
-    for binding in segment.graph_constants():
-        if binding.graph_constant_id not in graph.constants:
-            continue
-        ttype = graph.constants[binding.graph_constant_id]
-        raw = vgf.constants[binding.constant_table_index].data
-        constants[binding.graph_constant_id] = (
-            np.frombuffer(raw, dtype=ttype.dtype).reshape(ttype.shape)
-        )
-    plan = GraphPlan(graph, constants)
-    by_slot = {slot.mrt_index: k for k, slot in enumerate(vgf.sequence.inputs)}
-    graph_inputs = []
-    for slot, declared in zip(segment.inputs, graph.inputs):
-        value = np.asarray(inputs[by_slot[slot.mrt_index]])
-        ttype = declared.type
-        same_width = value.dtype.itemsize == ttype.dtype.itemsize
-        if value.dtype.kind in "iu" and ttype.dtype.kind in "iu" and same_width:
-            value = value.view(ttype.dtype)  # same bits: unsigned RESCALE data
-        if value.dtype != ttype.dtype or value.size != int(np.prod(ttype.shape)):
-            raise ValueError(f"input {slot.mrt_index}: {value.dtype}{value.shape} given for {ttype}")
-        graph_inputs.append(value.reshape(ttype.shape))  # the VGF stores rank 0 as shape [1]
-    results = plan.run(graph_inputs)
-    out_slot = {slot.mrt_index: i for i, slot in enumerate(segment.outputs)}
-    return [results[out_slot[slot.mrt_index]] for slot in vgf.sequence.outputs]
-
-
-_RAW_TYPES = {
-    "BF16": ml_dtypes.bfloat16,
-    "FP8E4M3": ml_dtypes.float8_e4m3fn,
-    "FP8E5M2": ml_dtypes.float8_e5m2,
-}
+    with pyvgf.load(vgf_path, backend=backend) as model:
+        return model.run(inputs)
 
 
 def case_inputs(case: Case) -> list[np.ndarray]:
-    """The case's inputs as pyvgf takes them: the generator stores bf16 and fp8 as raw bytes
-    (numpy void or uint8) and unsigned RESCALE inputs as uint8/uint16."""
+    """The case's inputs as the generator wrote them; bf16 and fp8, which it stores as raw bytes
+    (numpy void or uint8), viewed as their ml_dtypes type. Unsigned RESCALE inputs stay as
+    stored: the model takes an integer array of either signedness for them."""
     found = []
     tensors = case.desc["meta"]["data_gen"]["tensors"]
     for name, file in zip(case.desc["ifm_name"], case.desc["ifm_file"]):
         array = np.load(case.path / file)
-        raw = _RAW_TYPES.get(tensors[name]["data_type"])
-        if raw is not None:
-            array = array.view(raw)
+        row = BY_TOSA.get(tensors[name]["data_type"])
+        if row is not None and row.is_float and array.dtype != row.dtype:
+            array = array.view(row.dtype)
         found.append(array)
     return found
 
@@ -370,7 +432,7 @@ def _verify_array(actual: np.ndarray, data_type: str) -> np.ndarray:
         return a.view(np.uint8)
     if data_type in ("INT48", "SHAPE"):
         return a.astype(np.int64)
-    if a.dtype.kind == "u" and a.dtype.itemsize > 1:
+    if a.dtype.kind == "u":  # an unsigned RESCALE result: the verifier takes the signed bits
         return a.view(a.dtype.str.replace("u", "i"))
     return a
 
@@ -384,8 +446,6 @@ def verify(case: Case, actual: list[np.ndarray]) -> str | None:
         case.desc["ofm_name"], case.desc["test_details"]["output_shapes"], refs, bounds, actual
     ):
         data_type = compliance["tensors"][name]["data_type"]
-        if shape == [] and got.shape == (1,):
-            got = got.reshape(())  # model-converter declares rank-0 results as shape [1]
         if tuple(got.shape) != tuple(shape):
             problems.append(f"{name}: shape {list(got.shape)}, expected {shape}")
             continue
@@ -428,8 +488,8 @@ class Outcome:
     seconds: float = 0.0
 
 
-def run_case(case: Case) -> Outcome:
-    """Convert, run and verify one case."""
+def run_case(case: Case, backend: str = "cpu") -> Outcome:
+    """Convert, run (on `backend`) and verify one case."""
     start = time.perf_counter()
     try:
         reference(case)
@@ -440,7 +500,7 @@ def run_case(case: Case) -> Outcome:
     except ConverterRejected as exc:
         return Outcome(case, REJECTED, str(exc))
     try:
-        got = run_vgf(vgf, case_inputs(case))
+        got = run_model(vgf, case_inputs(case), backend)
     except Exception as exc:  # noqa: BLE001 - every pyvgf failure is a finding to report
         return Outcome(case, ERROR, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
     problem = verify(case, got)
@@ -456,6 +516,10 @@ class OpRow:
     dtypes: dict[str, Counter] = field(default_factory=lambda: defaultdict(Counter))
     causes: Counter = field(default_factory=Counter)
     examples: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    rank0: Counter = field(default_factory=Counter)
+    """Status counts of the cases with a rank-0 input or output."""
+    unsigned: Counter = field(default_factory=Counter)
+    """Status counts of the cases with unsigned inputs or outputs (RESCALE)."""
 
 
 def tabulate(outcomes: list[Outcome], ops: str | None = None) -> dict[str, OpRow]:
@@ -467,6 +531,10 @@ def tabulate(outcomes: list[Outcome], ops: str | None = None) -> dict[str, OpRow
         row.converted += o.status in (PASS, FAIL, ERROR)
         row.counts[o.status] += 1
         row.dtypes[o.case.dtypes][o.status] += 1
+        if o.case.rank0:
+            row.rank0[o.status] += 1
+        if o.case.unsigned:
+            row.unsigned[o.status] += 1
         if o.status != PASS:
             cause = f"{o.status}: {_cause(o.message)}"
             row.causes[cause] += 1
@@ -486,14 +554,19 @@ def _cause(message: str) -> str:
     return text[:200]
 
 
-def render(rows: dict[str, OpRow], selection: str) -> str:
+def _ratio(counts: Counter) -> str:
+    return f"{counts[PASS]}/{sum(counts.values())}" if counts else "-"
+
+
+def render(rows: dict[str, OpRow], selection: str, backend: str = "cpu") -> str:
     lines = [
-        "# TOSA 1.0 conformance of pyvgf",
+        f"# TOSA 1.0 conformance of pyvgf ({backend} backend)",
         "",
         (
-            "Made by `python tools/tosa_conformance.py --selection "
-            f"{selection} --write spec/tosa-coverage.md` ({_versions()}; TOSA {TOSA_VERSION}, "
-            f"profiles PRO-INT and PRO-FP, extensions {', '.join(e[9:] for e in EXTENSIONS)})."
+            f"Made by `python tools/tosa_conformance.py --selection {selection} --backend "
+            f"{backend} --write FILE` ({_versions()}; TOSA {TOSA_VERSION}, the generation groups "
+            f"of the conformance suite's cts-config for profiles PRO-INT and PRO-FP and "
+            f"extensions {', '.join(e[9:] for e in EXTENSIONS)})."
         ),
         "",
         (
@@ -501,15 +574,18 @@ def render(rows: dict[str, OpRow], selection: str) -> str:
             "(rejected = it refused the TOSA FlatBuffer); passed/failed = pyvgf's result judged "
             "by tosa-tools' verify library against `tosa_reference_model --precise_mode=1` "
             "(EXACT for integer results, the test's ULP/ABS_ERROR/DOT_PRODUCT/... mode for "
-            "floats); error = pyvgf raised; ref-error = the reference model itself failed."
+            "floats); error = pyvgf raised; ref-error = the reference model itself failed; "
+            "rank 0 and unsigned: passed/generated of the cases with a rank-0 tensor or with "
+            "RESCALE's unsigned input or output."
         ),
         "",
         (
             "| op | generated | converted | passed | failed | error | rejected | ref-error | "
-            "dtypes (passed/generated) |"
+            "rank 0 | unsigned | dtypes (passed/generated) |"
         ),
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
+    rank0, unsigned = Counter(), Counter()
     totals = Counter()
     for op, row in rows.items():
         c = row.counts
@@ -520,19 +596,24 @@ def render(rows: dict[str, OpRow], selection: str) -> str:
             dt = "no case generated"
         lines.append(
             f"| {op} | {row.generated} | {row.converted} | {c[PASS]} | {c[FAIL]} | {c[ERROR]} "
-            f"| {c[REJECTED]} | {c[REF_ERROR]} | {dt} |"
+            f"| {c[REJECTED]} | {c[REF_ERROR]} | {_ratio(row.rank0)} | {_ratio(row.unsigned)} | {dt} |"
         )
         totals.update({"generated": row.generated, "converted": row.converted, **c})
+        rank0.update(row.rank0)
+        unsigned.update(row.unsigned)
     lines.append(
         f"| **total** | {totals['generated']} | {totals['converted']} | {totals[PASS]} | "
-        f"{totals[FAIL]} | {totals[ERROR]} | {totals[REJECTED]} | {totals[REF_ERROR]} | |"
+        f"{totals[FAIL]} | {totals[ERROR]} | {totals[REJECTED]} | {totals[REF_ERROR]} | "
+        f"{_ratio(rank0)} | {_ratio(unsigned)} | |"
     )
     lines += [
         "",
         (
             "Not swept: negative (ERROR_IF) tests; extensions int4, int64, shape, controlflow, "
             "variable, dynamic and the MX block-scaled ones (outside TOSA.001000.1 SPIR-V or "
-            "without a VkFormat); tensor dimensions above 16 (level 8K sizes)."
+            "without a VkFormat); level 8K sizes"
+            + ("; in the fast selection, argument lists with shapes above "
+               f"{MAX_FAST_ELEMENTS} elements and special tests." if selection == "fast" else ".")
         ),
         "",
         "## Known gaps and their causes",
@@ -556,13 +637,29 @@ def _interleaved(found: list[Case]) -> list[Case]:
     return [q[i] for i in range(max(map(len, queues), default=0)) for q in queues if i < len(q)]
 
 
+def prepare(found: list[Case], jobs: int = 1) -> None:
+    """Convert every case and run the reference model on it, `jobs` at a time (cached)."""
+
+    def one(case: Case) -> None:
+        try:
+            reference(case)
+            convert(case)
+        except Exception:  # noqa: BLE001, S110 - run_case records these failures per case
+            pass
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, found))
+
+
 def sweep(
-    folder: Path, ops: str | None, journal: Path | None = None, log=None
+    folder: Path, ops: str | None, journal: Path | None = None, log=None, backend: str = "cpu",
+    jobs: int = 1,
 ) -> list[Outcome]:
-    """Run every case of `folder` (those of ops matching `ops`), round-robin over ops.
+    """Run every case of `folder` (those of ops matching `ops`) on `backend`, round-robin over ops.
 
     With a `journal` (JSON lines), each outcome is appended as it is known and cases already
-    in the journal are not run again, so a long sweep can be stopped and resumed.
+    in the journal (for this backend) are not run again, so a long sweep can be stopped and
+    resumed. The tools' work (conversion, reference results) runs `jobs` cases at a time first.
     """
     done: dict[str, Outcome] = {}
     found = [c for c in cases(folder) if ops is None or re.search(ops, c.op.lower())]
@@ -571,16 +668,17 @@ def sweep(
         for line in journal.read_text().splitlines():
             rec = json.loads(line)
             path = str(Path(rec["path"]).resolve())
-            if path in by_path:
+            if path in by_path and rec.get("backend", "cpu") == backend:
                 done[path] = Outcome(by_path[path], rec["status"], rec["message"], rec["seconds"])
+    prepare([c for c in found if str(c.path.resolve()) not in done], jobs)
     outcomes = []
     for case in _interleaved(found):
         outcome = done.get(str(case.path.resolve()))
         if outcome is None:
-            outcome = run_case(case)
+            outcome = run_case(case, backend)
             if journal is not None:
                 with journal.open("a") as f:
-                    rec = {"path": str(case.path.resolve()), "status": outcome.status,
+                    rec = {"path": str(case.path.resolve()), "backend": backend, "status": outcome.status,
                            "message": outcome.message, "seconds": outcome.seconds}  # fmt: skip
                     f.write(json.dumps(rec) + "\n")
             if log is not None:
@@ -591,7 +689,10 @@ def sweep(
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--selection", choices=sorted(SELECTIONS), default="fast")
+    parser.add_argument("--selection", choices=SELECTIONS, default="fast")
+    parser.add_argument("--backend", choices=("cpu", "vulkan"), default="cpu")
+    parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                        help="generator, converter and reference-model processes at once")
     parser.add_argument("--ops", help="regex on lower-case op names (default: all 66)")
     parser.add_argument("--folder", type=Path,
                         help="sweep the cases already in this folder (generated with --selection)")
@@ -601,11 +702,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("-v", "--verbose", action="store_true", help="print every case")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    folder = args.folder or generate(args.selection, args.ops)
+    folder = args.folder or generate(args.selection, args.ops, args.jobs)
+    print(f"generated in {time.perf_counter() - start:.0f} s: {folder}", file=sys.stderr)
     log = sys.stderr if args.verbose else None
-    outcomes = sweep(folder, args.ops, args.journal, log)
+    outcomes = sweep(folder, args.ops, args.journal, log, args.backend, args.jobs)
     print(f"swept {len(outcomes)} cases in {time.perf_counter() - start:.0f} s", file=sys.stderr)
-    table = render(tabulate(outcomes, args.ops), args.selection)
+    table = render(tabulate(outcomes, args.ops), args.selection, args.backend)
     if args.write:
         args.write.parent.mkdir(parents=True, exist_ok=True)
         args.write.write_text(table)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..elements import BY_TOSA
 from ..errors import TosaError
 from ..format.model import (
     VGF,
@@ -29,16 +30,30 @@ from .spirv import emit
 SEGMENT_NAME = "graph_segment_0"
 
 
-def _resource(spec: TensorSpec, category: Category, where: str) -> Resource:
+def _resource(spec: TensorSpec, category: Category, where: str, unsigned: bool = False) -> Resource:
     if spec.etype.vk_format is None:
         raise TosaError(f"{where}: element type {spec.etype.mlir} has no VkFormat")
     descriptor = DescriptorType.NONE if category is Category.CONSTANT else DescriptorType.TENSOR_ARM
+    etype = BY_TOSA[f"U{spec.etype.tosa}"] if unsigned else spec.etype
     return Resource(
         descriptor_type=descriptor,
-        format=spec.etype.vk_format,
+        format=etype.vk_format,
         category=category,
         shape=list(spec.shape),
     )
+
+
+def _unsigned_nodes(graph: Graph) -> set[int]:
+    """The values RESCALE reads as unsigned (input_unsigned) or writes unsigned
+    (output_unsigned): their resources are R8_UINT / R16_UINT, as model-converter writes them."""
+    found = set()
+    for n, node in enumerate(graph.nodes):
+        if node.kind == "op" and node.op == "RESCALE":
+            if node.operands.get("input_unsigned"):
+                found.add(node.operands["input"].node)
+            if node.operands.get("output_unsigned"):
+                found.add(n)
+    return found
 
 
 def to_vgf(graph: Graph, *, replicate_splats: bool = True) -> VGF:
@@ -48,10 +63,11 @@ def to_vgf(graph: Graph, *, replicate_splats: bool = True) -> VGF:
     inputs: list[BindingSlot] = []
     outputs: list[BindingSlot] = []
     values = [("input", v) for v in graph.inputs] + [("output", v) for v in graph.outputs]
+    unsigned = _unsigned_nodes(graph)
     for (role, value), binding in zip(values, module.bindings):
         category = Category.INPUT if role == "input" else Category.OUTPUT
         slot = BindingSlot(binding=binding, mrt_index=len(resources))
-        resources.append(_resource(value.spec, category, f"graph {role}"))
+        resources.append(_resource(value.spec, category, f"graph {role}", value.node in unsigned))
         (inputs if role == "input" else outputs).append(slot)
     constants: list[Constant] = []
     bindings: list[ConstantBinding] = []

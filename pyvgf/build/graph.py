@@ -78,8 +78,6 @@ class Node:
 
 def _dims(shape: Sequence[int]) -> tuple[int, ...]:
     dims = tuple(int(d) for d in shape)
-    if not dims:
-        raise TosaError("rank-0 tensors are not supported in built graphs")
     if any(d <= 0 for d in dims):
         raise TosaError(f"shape {dims} must have positive dimensions")
     return dims

@@ -134,6 +134,11 @@ class _Writer:
         return self.scalar(_I32, value)
 
     def tensor_type(self, spec: TensorSpec) -> int:
+        """The OpTypeTensorARM of `spec`; a rank-0 tensor is shape [1], as model-converter
+        writes it (a Vulkan tensor has at least one dimension; the VGF resource keeps [])."""
+        if not spec.shape:
+            spec = TensorSpec(spec.etype, (1,))
+
         def make() -> int:
             elem = self.scalar_type(spec.etype)
             rank = len(spec.shape)
@@ -190,6 +195,8 @@ class _Writer:
         """An inline tensor constant. Only a whole constant may be OpConstantNull or a
         replicated splat (the emulation layer takes only plain constituents in composites);
         attribute and shape tensors are never replicated (as model-converter writes them)."""
+        if not spec.shape:
+            spec, data = TensorSpec(spec.etype, (1,)), data.reshape(1)
         key = ("tensor-const", spec, data.tobytes(), top, splat)
         if key in self.cache:
             return self.cache[key]

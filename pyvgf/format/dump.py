@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from . import vknames
+from .. import vknames
 from .model import NO_INDEX, VGF, BindingSlot, Category, CodeType, ModuleType, numpy_dtype
 
 _SHADER_TYPE = {CodeType.NONE: "None", CodeType.SPIRV: "SPIR-V", CodeType.GLSL: "GLSL", CodeType.HLSL: "HLSL"}

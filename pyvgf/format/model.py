@@ -8,10 +8,11 @@ file and one built by hand compare equal field for field.
 from __future__ import annotations
 
 import enum
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
+
+from ..elements import FORMAT_VALUES, by_format
 
 NO_INDEX = 0xFFFFFFFF
 """The schema default of `DescriptorSetInfo.set_index` and `ModelResource.alias_group_id`."""
@@ -56,27 +57,9 @@ class DescriptorType(enum.IntEnum):
     NONE = 0xFFFFFFFF
 
 
-class Format(enum.IntEnum):
-    """The VkFormat values of tensors (one component each) that VGF resources use."""
-
-    UNDEFINED = 0
-    R8_UNORM = 9
-    R8_SNORM = 10
-    R8_UINT = 13
-    R8_SINT = 14
-    R16_UINT = 74
-    R16_SINT = 75
-    R16_SFLOAT = 76
-    R32_UINT = 98
-    R32_SINT = 99
-    R32_SFLOAT = 100
-    R64_UINT = 110
-    R64_SINT = 111
-    R64_SFLOAT = 112
-    R8_BOOL_ARM = 1000460000
-    R16_SFLOAT_FPENCODING_BFLOAT16_ARM = 1000460001
-    R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM = 1000460002
-    R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM = 1000460003
+Format = enum.IntEnum("Format", {"UNDEFINED": 0, **dict(sorted(FORMAT_VALUES.items(), key=lambda kv: kv[1]))})
+"""The VkFormat values of tensors (one component each) that VGF resources use: the formats of
+`pyvgf.elements.TABLE`, named as vk.xml names them (without VK_FORMAT_)."""
 
 
 @dataclass
@@ -231,38 +214,6 @@ class VGF:
 def numpy_dtype(vk_format: int) -> np.dtype:
     """The numpy dtype that holds one element of a tensor of this VkFormat."""
     try:
-        return _numpy_dtype(Format(vk_format))
-    except (ValueError, KeyError):
+        return by_format(vk_format).dtype
+    except KeyError:
         raise ValueError(f"VkFormat {vk_format} has no numpy dtype in pyvgf") from None
-
-
-_DTYPE_NAMES = {
-    Format.R8_UINT: "uint8",
-    Format.R8_SINT: "int8",
-    Format.R16_UINT: "uint16",
-    Format.R16_SINT: "int16",
-    Format.R16_SFLOAT: "float16",
-    Format.R32_UINT: "uint32",
-    Format.R32_SINT: "int32",
-    Format.R32_SFLOAT: "float32",
-    Format.R64_UINT: "uint64",
-    Format.R64_SINT: "int64",
-    Format.R64_SFLOAT: "float64",
-    Format.R8_BOOL_ARM: "bool",
-    Format.R16_SFLOAT_FPENCODING_BFLOAT16_ARM: "bfloat16",
-    Format.R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM: "float8_e4m3fn",
-    Format.R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM: "float8_e5m2",
-}
-"""VkFormat -> the name of its numpy dtype (the last three are ml_dtypes types)."""
-_ML_DTYPES = {"bfloat16", "float8_e4m3fn", "float8_e5m2"}
-
-
-@functools.cache
-def _numpy_dtype(vk_format: Format) -> np.dtype:
-    name = _DTYPE_NAMES[vk_format]
-    if name in _ML_DTYPES:  # ml_dtypes loads when a model first uses one of its types
-        import ml_dtypes
-
-        return np.dtype(getattr(ml_dtypes, name))
-    return np.dtype(name)
-

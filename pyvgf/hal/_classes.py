@@ -22,11 +22,17 @@ import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ..elements import format_carries
 from ..errors import HalError
 from ..format.model import Format, numpy_dtype
+from ..types import TensorType, vulkan_shape
+
+if TYPE_CHECKING:
+    from ..spirv import GraphInterface
 
 # --------------------------------------------------------------------------------------------
 # Enumerations and flags (values are Vulkan's)
@@ -946,6 +952,34 @@ class DataGraphPipeline(_DeviceChild):
         self.layout = layout
         self.resources = resources
         self.constants = constants
+
+
+def binds(description: TensorDescription, ttype: TensorType) -> bool:
+    """Whether a tensor of `description` can be bound where a graph expects `ttype`: the same
+    dimensions (a rank-0 graph tensor is a one-element tensor in Vulkan, whose dimensionCount
+    is at least 1) and a format that carries the element type (`pyvgf.elements`)."""
+    return vulkan_shape(ttype.shape) == description.shape and format_carries(description.format, ttype.dtype)
+
+
+def graph_views(label: str, ports: Sequence[GraphInterface],
+                resources: Sequence[DataGraphResource]) -> list[TensorType | None]:
+    """Check every graph input and output against the resource described at its (set, binding);
+    returns per port the type to view the tensor's memory as where it differs from the
+    tensor's own (None where it is the same). A mismatch is a HalError naming both."""
+    described = {(r.descriptor_set, r.binding): r.description for r in resources}
+    views: list[TensorType | None] = []
+    for port in ports:
+        key = (port.descriptor_set, port.binding)
+        desc = described.get(key)
+        if desc is None:
+            raise HalError(f"graph {label!r} uses set {key[0]} binding {key[1]}, "
+                           f"which no pipeline resource describes")
+        if not binds(desc, port.type):
+            raise HalError(f"graph {label!r} set {key[0]} binding {key[1]} is {port.type}, "
+                           f"but the resource is described as {desc}")
+        same = (desc.dtype, desc.shape) == (port.type.dtype, tuple(port.type.shape))
+        views.append(None if same else port.type)
+    return views
 
 
 class ComputePipeline(_DeviceChild):

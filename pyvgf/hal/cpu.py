@@ -18,6 +18,7 @@ import numpy as np
 
 from ..debug.watch import WATCHER
 from ..errors import HalError, VGFError
+from ..types import TensorType
 from . import _classes as hal
 from .shaders import find_shader
 
@@ -206,6 +207,11 @@ def _view(resource: hal.TensorView | hal.Buffer) -> np.ndarray:
     return resource.tensor.array() if isinstance(resource, hal.TensorView) else resource.array()
 
 
+def _as(array: np.ndarray, ttype: TensorType | None) -> np.ndarray:
+    """A tensor's memory seen as the graph's type (same bits; see CpuDataGraphPipeline)."""
+    return array if ttype is None else array.view(ttype.dtype).reshape(ttype.shape)
+
+
 class CpuDataGraphPipeline(hal.DataGraphPipeline):
     """Runs the plan the device made and checked (`pyvgf.hal.graphs.plan_graph`)."""
 
@@ -213,6 +219,9 @@ class CpuDataGraphPipeline(hal.DataGraphPipeline):
         super().__init__(device, module, entry_point, layout, resources, constants, label)
         self.plan = plan
         self.graph = plan.graph
+        self.port_types = hal.graph_views(self.label, (*self.graph.inputs, *self.graph.outputs), resources)
+        """Per graph input then output: the type to view its tensor's memory as, where it differs
+        from the tensor's own (a rank-0 graph tensor, or integers of the other signedness)."""
 
 
 class CpuDataGraphSession(hal.DataGraphSession):
@@ -271,12 +280,15 @@ class CpuCommandEncoder(hal.CommandEncoder):
         inputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.inputs]
         outputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.outputs]
 
+        n = len(inputs)
+        types = session.pipeline.port_types
+
         def run() -> None:
             watcher = WATCHER.get()  # pyvgf.debug: capture or profile this run
-            arrays = [_view(v) for v in inputs]
+            arrays = [_as(_view(v), t) for v, t in zip(inputs, types)]
             results = plan.run(arrays) if watcher is None else watcher.graph(session.pipeline, arrays)
-            for view, value in zip(outputs, results):
-                np.copyto(_view(view), value, casting="no")
+            for view, value, t in zip(outputs, results, types[n:]):
+                np.copyto(_as(_view(view), t), value, casting="no")
 
         self._steps.append(run)
 

@@ -2,7 +2,8 @@
 
 `plan_graph` decodes the SPIR-V graph module (unless the runtime already did at load), checks
 each graph interface variable against the `DataGraphResource` at its (set, binding) and each
-OpGraphConstantARM id against the given constants, and plans the graph (every op's operand
+OpGraphConstantARM id against the given constants (`_classes.binds`: same Vulkan dimensions, a
+format that carries the element type by `pyvgf.elements.format_carries`), and plans the graph (every op's operand
 counts, types and shape rules, constant folding). The cpu backend runs the plan; the vulkan
 backend creates its pipeline only after it succeeded, so no driver sees a graph pyvgf rejects.
 """
@@ -15,6 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from ..errors import HalError
+from ._classes import binds, graph_views
 
 
 def constant_array(c) -> np.ndarray:
@@ -51,23 +53,15 @@ def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequenc
     from ..spirv import decode_graph
 
     graph = decode_graph(module.code, entry_point or None) if plan is None else plan.graph
-    described = {(r.descriptor_set, r.binding): r.description for r in resources}
-    for port in (*graph.inputs, *graph.outputs):
-        key = (port.descriptor_set, port.binding)
-        desc = described.get(key)
-        if desc is None:
-            raise HalError(f"graph {label!r} uses set {key[0]} binding {key[1]}, which no pipeline resource describes")
-        if (desc.dtype, desc.shape) != (port.type.dtype, tuple(port.type.shape)):
-            raise HalError(f"graph {label!r} set {key[0]} binding {key[1]} is {port.type}, "
-                           f"but the resource is described as {desc}")
+    graph_views(label, (*graph.inputs, *graph.outputs), resources)
     given = {c.id: c for c in constants}
     arrays = {}
     for gid, ttype in graph.constants.items():
         c = given.get(gid)
         if c is None:
             raise HalError(f"graph {label!r} uses graph constant {gid}, which was not given")
-        if (c.description.dtype, tuple(c.description.shape)) != (ttype.dtype, tuple(ttype.shape)):
+        if not binds(c.description, ttype):
             raise HalError(f"graph constant {gid} of {label!r} is {ttype}, given {c.description}")
-        if plan is None:
-            arrays[gid] = constant_array(c)
+        if plan is None:  # seen as the graph's type: a rank-0 constant, or the other signedness
+            arrays[gid] = constant_array(c).view(ttype.dtype).reshape(ttype.shape)
     return (make or planner("reference"))(graph, arrays) if plan is None else plan

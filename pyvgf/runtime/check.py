@@ -20,6 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..elements import format_carries
 from ..errors import SpirvError, TosaError, VGFError, VGFFormatError
 from ..format.model import (
     NO_INDEX,
@@ -28,6 +29,7 @@ from ..format.model import (
     CodeType,
     DescriptorType,
     ModuleType,
+    Resource,
     Segment,
     numpy_dtype,
 )
@@ -35,6 +37,7 @@ from ..format.validate import validate
 from ..limits import MAX_RANK, memory_budget
 from ..spirv import decode, decode_graph
 from ..tosa.interpreter import GraphPlan
+from ..types import TensorType, vulkan_shape
 
 SEQUENCE = "model sequence table"
 
@@ -144,8 +147,7 @@ def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, make_plan
             if resource.descriptor_type != DescriptorType.TENSOR_ARM:
                 raise VGFFormatError(f"graph {kind} {port.index} is bound to resource {mrt}, which is not a "
                                      "tensor", section=SEQUENCE)
-            declared = _described(resource.format, resource.shape)
-            if declared != (port.type.dtype, tuple(port.type.shape)):
+            if not _carries(resource, port.type):
                 raise VGFFormatError(f"graph {kind} {port.index} (set {key[0]} binding {key[1]}) is {port.type}, "
                                      f"but resource {mrt} it is bound to is {_show(resource.format, resource.shape)}",
                                      section=SEQUENCE)
@@ -161,14 +163,21 @@ def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, make_plan
         if resource.category != Category.CONSTANT:
             raise VGFFormatError(f"constant {index} refers to resource {constant.mrt_index}, not a CONSTANT",
                                  section="constants")
-        if _described(resource.format, resource.shape) != (ttype.dtype, tuple(ttype.shape)):
+        if not _carries(resource, ttype):
             raise VGFFormatError(f"graph constant {gid} is {ttype}, but constant {index} is "
                                  f"{_show(resource.format, resource.shape)}", section="constants")
-        try:
-            arrays[gid] = vgf.constant_array(index)
+        try:  # seen as the graph's type: a rank-0 constant, or integers of the other signedness
+            arrays[gid] = vgf.constant_array(index).view(ttype.dtype).reshape(ttype.shape)
         except ValueError as exc:
             raise VGFFormatError(str(exc), section="constants") from None
     return make_plan(graph, arrays)
+
+
+def _carries(resource: Resource, ttype: TensorType) -> bool:
+    """Whether a resource can hold a graph tensor of `ttype`: the same Vulkan dimensions (a
+    rank-0 resource is a one-element tensor) and a format that carries its element type
+    (`pyvgf.elements.format_carries`), as `hal.binds` checks a tensor description."""
+    return vulkan_shape(resource.shape) == vulkan_shape(ttype.shape) and format_carries(resource.format, ttype.dtype)
 
 
 def _described(vk_format: int, shape: list[int]) -> tuple[np.dtype | None, tuple[int, ...]]:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import hal
+from ..elements import format_carries
 from ..errors import HalError, ModelInputError, VGFFormatError
 from ..format.model import VGF, BindingSlot, Format, numpy_dtype
 from ..hal.cpu import executor as cpu_executor
@@ -82,6 +83,9 @@ class Model:
         self._byte_outputs = [(k, info) for k, (m, info) in enumerate(zip(output_mrt, self.outputs))
                               if not self._schedule.is_tensor[m]]
         """Outputs held in buffers: the prepared run returns their bytes."""
+        self._scalar_outputs = [k for k, (m, info) in enumerate(zip(output_mrt, self.outputs))
+                                if self._schedule.is_tensor[m] and info.shape == ()]
+        """Rank-0 tensor outputs: one-element tensors in Vulkan, returned as 0-d arrays."""
         self._pool: list[Execution] = [self._schedule.execution()]
         self._lock = threading.Lock()
         self._release = weakref.finalize(self, _release, device)
@@ -91,7 +95,7 @@ class Model:
         if mrt is None:
             return TensorInfo(name, None, None, None, live=False)
         desc = self._schedule.descriptions[mrt]
-        return TensorInfo(name, desc.shape, numpy_dtype(desc.format), desc.format)
+        return TensorInfo(name, tuple(self.vgf.resources[mrt].shape), numpy_dtype(desc.format), desc.format)
 
     def run(self, inputs: Inputs) -> list[np.ndarray]:
         """Run the model once; returns the outputs as new arrays, in `outputs` order.
@@ -99,7 +103,9 @@ class Model:
         `inputs` is a list in `inputs` order, a dict by input name, or one array for a model
         with one input. Each array must have the input's shape and dtype exactly; an int64 array
         is accepted for an int32 input (model-converter narrows int64 to int32) when every value
-        fits. Raises ModelInputError naming the input, expected vs got. Never modifies `inputs`.
+        fits, and an integer array of the input's width and the other signedness as its bits
+        (see `pyvgf.elements.format_carries`). A rank-0 input or output is a 0-d array.
+        Raises ModelInputError naming the input, expected vs got. Never modifies `inputs`.
         """
         arrays = self._check(inputs)
         execution = self._acquire()
@@ -110,6 +116,8 @@ class Model:
                 self._pool.append(execution)
         for k, info in self._byte_outputs:
             outputs[k] = outputs[k].view(info.dtype).reshape(info.shape)
+        for k in self._scalar_outputs:
+            outputs[k] = outputs[k].reshape(())
         return outputs
 
     def __call__(self, inputs: Inputs) -> list[np.ndarray]:
@@ -216,8 +224,12 @@ def _conform(info: TensorInfo, value: object) -> np.ndarray:
     array = value if isinstance(value, np.ndarray) else np.asarray(value)
     if array.shape != info.shape:
         raise ModelInputError(f"input {info.name!r}: expected shape {list(info.shape)}, got {list(array.shape)}")
+    if not array.shape:
+        array = array.reshape(1)  # a rank-0 input is a one-element tensor in Vulkan
     if array.dtype == info.dtype:
         return array
+    if format_carries(info.format, array.dtype):
+        return array.view(info.dtype)  # integers of the other signedness: the same bits
     if info.dtype == np.int32 and array.dtype == np.int64:
         if array.size and (array.min() < -2**31 or array.max() >= 2**31):
             raise ModelInputError(f"input {info.name!r}: int64 values outside the int32 range the model "

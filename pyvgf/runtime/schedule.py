@@ -36,6 +36,7 @@ from ..format.model import (
     Segment,
 )
 from ..tosa.interpreter import GraphPlan
+from ..types import vulkan_shape
 
 _LANGUAGES = {CodeType.SPIRV: "spirv", CodeType.GLSL: "glsl", CodeType.HLSL: "hlsl"}
 _BUFFER_TYPES = {DescriptorType.STORAGE_BUFFER: hal.DescriptorType.STORAGE_BUFFER,
@@ -51,7 +52,8 @@ def _describe(device: hal.Device, resource: Resource, where: str) -> hal.TensorD
     if any(d < 0 for d in resource.shape):
         raise HalError(f"{where} has a dynamic shape {resource.shape}: pyvgf runs static shapes only")
     try:
-        return device.tensor_description(resource.format, resource.shape, resource.strides or None)
+        return device.tensor_description(resource.format, vulkan_shape(resource.shape),
+                                         resource.strides or None)
     except HalError as exc:
         raise HalError(f"{where}: {exc}") from None
 

@@ -19,7 +19,7 @@ from typing import Any
 
 from ..errors import ScenarioError
 from ..format.model import numpy_dtype
-from ..format.vknames import FORMAT
+from ..vknames import FORMAT
 
 FORMATS = {name: value for value, name in FORMAT.items()}
 """VkFormat name -> value, for the names the scenario file spells out."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ScenarioError
 from ..format.model import VGF, Category, CodeType, DescriptorType, ModuleType, numpy_dtype
-from ..format.vknames import FORMAT
+from ..vknames import FORMAT
 from .parse import FORMATS
 
 _BUFFERS = (DescriptorType.STORAGE_BUFFER, DescriptorType.UNIFORM_BUFFER)

@@ -9,13 +9,13 @@ uses it; what is malformed raises SpirvError at once.
 
 from __future__ import annotations
 
-import functools
 import math
 from dataclasses import dataclass
 from typing import Callable, NamedTuple, Union, cast
 
 import numpy as np
 
+from ..elements import by_spirv
 from ..errors import SpirvError
 from ..limits import MAX_RANK, materialized_budget, memory_budget
 from ..types import TensorType
@@ -26,25 +26,6 @@ from .binary import Instruction, Module
 MAX_ELEMENTS = 1 << 40
 
 BINDING, DESCRIPTOR_SET = 33, 34
-
-
-_FP_ENCODINGS = {0: "bfloat16", 4214: "float8_e4m3fn", 4215: "float8_e5m2"}
-"""OpTypeFloat FP Encoding (BFloat16KHR, Float8E4M3EXT, Float8E5M2EXT) -> its ml_dtypes type."""
-
-
-@functools.cache
-def fp_encoding_dtype(encoding: int) -> np.dtype | None:
-    """The dtype of an OpTypeFloat FP Encoding, or None; ml_dtypes loads on the first use."""
-    name = _FP_ENCODINGS.get(encoding)
-    if name is None:
-        return None
-    import ml_dtypes
-
-    return np.dtype(getattr(ml_dtypes, name))
-
-
-_INTS = {8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
-_FLOATS = {16: np.float16, 32: np.float32, 64: np.float64}
 
 
 @dataclass(frozen=True)
@@ -206,19 +187,19 @@ class Declarations:
     def _int(self, inst: Instruction) -> None:
         # TOSA integers are signless and read as two's complement, whatever Signedness says.
         width = inst.num(0)
-        self.types[inst.result] = np.dtype(_INTS[width]) if width in _INTS else Opaque(f"{width}-bit integer type")
+        try:
+            self.types[inst.result] = by_spirv("int", width).dtype
+        except KeyError:
+            self.types[inst.result] = Opaque(f"{width}-bit integer type")
 
     def _float(self, inst: Instruction) -> None:
         width = inst.num(0)
-        if len(inst.operands) > 1:
-            encoding = inst.num(1)
-            dtype = fp_encoding_dtype(encoding)
-            if dtype is None or dtype.itemsize * 8 != width:
-                self.types[inst.result] = Opaque(f"{width}-bit float with encoding {encoding}")
-                return
-            self.types[inst.result] = np.dtype(dtype)
-        else:
-            self.types[inst.result] = np.dtype(_FLOATS[width]) if width in _FLOATS else Opaque(f"{width}-bit float type")
+        encoding = inst.num(1) if len(inst.operands) > 1 else None
+        try:
+            self.types[inst.result] = by_spirv("float", width, encoding).dtype
+        except KeyError:
+            what = f" with encoding {encoding}" if encoding is not None else " type"
+            self.types[inst.result] = Opaque(f"{width}-bit float{what}")
 
     def _array(self, inst: Instruction) -> None:
         element = self.type(inst.num(0), inst, "Element Type")

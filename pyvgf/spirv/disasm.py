@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..elements import by_spirv
 from . import tables
 from .binary import Instruction, Operand, decode
-from .declarations import fp_encoding_dtype
 
 _INDENT = 14
 
@@ -59,9 +59,10 @@ def _note_type(inst: Instruction, numbers: dict[int, np.dtype]) -> None:
     elif inst.opname == "OpTypeFloat":
         width = inst.num(0)
         if len(inst.operands) > 1:
-            dtype = fp_encoding_dtype(inst.num(1))
-            if dtype is not None and dtype.itemsize * 8 == width:
-                numbers[inst.result] = np.dtype(dtype)
+            try:
+                numbers[inst.result] = by_spirv("float", width, inst.num(1)).dtype
+            except KeyError:
+                pass
         elif width in (16, 32, 64):
             numbers[inst.result] = np.dtype(f"f{width // 8}")
 

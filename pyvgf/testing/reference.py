@@ -7,13 +7,10 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
+from ..elements import raw_view
 from .case import GraphCase
-
-_RAW = {np.dtype(ml_dtypes.bfloat16): np.dtype(np.uint16), np.dtype(ml_dtypes.float8_e4m3fn): np.dtype(np.uint8),
-        np.dtype(ml_dtypes.float8_e5m2): np.dtype(np.uint8)}
 
 
 class ReferenceUnavailable(RuntimeError):
@@ -46,7 +43,7 @@ def reference_run(case: GraphCase | str, inputs: list[np.ndarray]) -> list[np.nd
     except ImportError:
         raise ReferenceUnavailable("tosa_reference_model is not installed (pip install tosa-tools)") from None
     mlir = case if isinstance(case, str) else case.to_mlir()
-    raw = [np.ascontiguousarray(a).view(_RAW.get(np.asarray(a).dtype, np.asarray(a).dtype)) for a in inputs]
+    raw = [raw_view(np.asarray(a)) for a in inputs]
     outputs, status = tosa_reference_model.run(tosa_flatbuffer(mlir), raw)
     if status != tosa_reference_model.GraphStatus.TOSA_VALID:
         raise RuntimeError(f"tosa_reference_model: {status.name} for\n{mlir}")

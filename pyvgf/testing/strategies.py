@@ -63,6 +63,11 @@ def _shape(draw, min_rank: int = 1, max_rank: int = 4, max_side: int = 5) -> tup
     return draw(hnp.array_shapes(min_dims=min_rank, max_dims=max_rank, min_side=1, max_side=max_side))
 
 
+def _any_rank(draw) -> tuple[int, ...]:
+    """A shape of rank 0..4 (elementwise operators take rank-0 operands too), rank 0 often."""
+    return () if draw(st.integers(0, 4)) == 0 else _shape(draw)
+
+
 def _broadcast_pair(draw, shape: tuple[int, ...]) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """Two shapes of the same rank that broadcast to `shape` (TOSA: equal dims or 1)."""
     masks = draw(st.lists(st.sampled_from([0, 1, 2]), min_size=len(shape), max_size=len(shape)))
@@ -95,12 +100,14 @@ _BINARY = {
     "LOGICAL_LEFT_SHIFT": (I8, I16, I32), "LOGICAL_RIGHT_SHIFT": (I8, I16, I32),
     "ARITHMETIC_RIGHT_SHIFT": (I8, I16, I32), "EQUAL": (*FLOATS, I32),
     "GREATER": (*FLOATS, I32), "GREATER_EQUAL": (*FLOATS, I32), "LOGICAL_AND": (BOOL,),
-    "LOGICAL_OR": (BOOL,), "LOGICAL_XOR": (BOOL,),
+    "LOGICAL_OR": (BOOL,), "LOGICAL_XOR": (BOOL,), "MUL_INT": (I8, I16, I32),
 }
+"""Elementwise binary operators and their operand types; MUL_INT is MUL of int8 / int16 (result
+int32) and of int32 with a non-zero shift."""
 
 
 def _int_domain(dtype: np.dtype, name: str) -> Domain:
-    if name in ("ADD", "SUB", "MUL", "INTDIV", "ABS", "NEGATE") and dtype == I32:
+    if name in ("ADD", "SUB", "MUL", "MUL_INT", "INTDIV", "ABS", "NEGATE") and dtype == I32:
         return SMALL_INT
     if name == "NEGATE":
         info = np.iinfo(dtype)
@@ -127,14 +134,14 @@ def unary(draw, case: GraphCase, x: Value | None = None) -> Value:
     name = draw(st.sampled_from(sorted(_UNARY)))
     dtype = x.dtype if x is not None else draw(st.sampled_from(_UNARY[name]))
     if x is None:
-        x = case.input(dtype, _shape(draw), _domain(dtype, name))
+        x = case.input(dtype, _any_rank(draw), _domain(dtype, name))
     return _unary_op(case, name, x)
 
 
 def binary(draw, case: GraphCase, x: Value | None = None, names: Sequence[str] | None = None) -> Value:
     name = draw(st.sampled_from(sorted(names or _BINARY)))
     dtype = x.dtype if x is not None else draw(st.sampled_from(_BINARY[name]))
-    shape = x.shape if x is not None else _shape(draw)
+    shape = x.shape if x is not None else _any_rank(draw)
     sa, sb = _broadcast_pair(draw, shape)
     if x is None:
         x = case.input(dtype, sa, Domain(0.1, 4.0) if name == "POW" else _domain(dtype, name))
@@ -149,6 +156,9 @@ def binary(draw, case: GraphCase, x: Value | None = None, names: Sequence[str] |
     y = case.input(dtype, sb, second)
     if name == "MUL":
         return case.graph.op(name, input1=x, input2=y, shift=_zp(I8))
+    if name == "MUL_INT":  # int8 / int16 operands give int32; int32 ones take a shift
+        shift = draw(st.integers(0, 20)) if dtype == I32 else 0
+        return case.graph.op("MUL", input1=x, input2=y, shift=_zp(I8, shift), result=(I32, shape))
     if name == "ARITHMETIC_RIGHT_SHIFT":
         return case.graph.op(name, input1=x, input2=y, round=draw(st.booleans()))
     if name in ("MAXIMUM", "MINIMUM"):
@@ -159,7 +169,7 @@ def binary(draw, case: GraphCase, x: Value | None = None, names: Sequence[str] |
 def clamp(draw, case: GraphCase, x: Value | None = None) -> Value:
     dtype = x.dtype if x is not None else draw(st.sampled_from([*FLOATS, I8, I16]))
     if x is None:
-        x = case.input(dtype, _shape(draw))
+        x = case.input(dtype, _any_rank(draw))
     if dtype in FLOATS:
         lo, hi = sorted(draw(st.lists(st.floats(-4, 4, width=16), min_size=2, max_size=2)))
     else:
@@ -173,9 +183,9 @@ def rescale(draw, case: GraphCase, x: Value | None = None) -> Value:
     out_dtype = draw(st.sampled_from([I8, I16, I32]))
     if x is None:
         # with shift >= 31 the spec requires |value| < 2**(shift - 1)
-        x = case.input(in_dtype, _shape(draw), Domain(-(1 << 24), 1 << 24) if in_dtype == I32 else None)
-    channels = x.shape[-1]
-    per_channel = draw(st.booleans())
+        x = case.input(in_dtype, _any_rank(draw), Domain(-(1 << 24), 1 << 24) if in_dtype == I32 else None)
+    channels = x.shape[-1] if x.shape else 1
+    per_channel = draw(st.booleans()) if x.shape else False
     n = channels if per_channel else 1
     scale32 = draw(st.booleans()) if in_dtype != I32 else True
     if scale32:
@@ -184,14 +194,28 @@ def rescale(draw, case: GraphCase, x: Value | None = None) -> Value:
     else:
         mult = draw(hnp.arrays(np.int16, n, elements=st.integers(1 << 14, (1 << 15) - 1)))
         shift = draw(hnp.arrays(np.int8, n, elements=st.integers(14, 24)))
-    in_zp = draw(st.integers(-128, 127)) if in_dtype == I8 else 0
-    out_zp = draw(st.integers(-128, 127)) if out_dtype == I8 else 0
+    # unsigned: RESCALE reads int8 / int16 bits as uint8 / uint16 (input_unsigned) or writes them
+    # (output_unsigned), never both nor beside int32; a uint16 zero point is 0 or 32768, a uint8
+    # one any byte
+    sign = draw(st.sampled_from(["signed", "input_unsigned", "output_unsigned"]))
+    in_u = sign == "input_unsigned" and in_dtype in (I8, I16) and out_dtype != I32
+    out_u = sign == "output_unsigned" and out_dtype in (I8, I16) and in_dtype != I32
+    in_zp = _rescale_zp(draw, in_dtype, in_u)
+    out_zp = _rescale_zp(draw, out_dtype, out_u)
+    rounding = draw(st.sampled_from(["SINGLE_ROUND", "DOUBLE_ROUND"] if scale32 else ["SINGLE_ROUND"]))
     return case.graph.op(
         "RESCALE", input=x, multiplier=mult, shift=shift, input_zp=_zp(in_dtype, in_zp),
-        output_zp=_zp(out_dtype, out_zp), scale32=scale32, rounding_mode="SINGLE_ROUND",
-        per_channel=per_channel, input_unsigned=False, output_unsigned=False,
+        output_zp=_zp(out_dtype, out_zp), scale32=scale32, rounding_mode=rounding,
+        per_channel=per_channel, input_unsigned=in_u, output_unsigned=out_u,
         result=(out_dtype, x.shape),
     )
+
+
+def _rescale_zp(draw, dtype: np.dtype, unsigned: bool) -> int:
+    """A RESCALE zero point as its int8 / int16 bits."""
+    if dtype == I16 and unsigned:
+        return draw(st.sampled_from([0, -32768]))  # uint16 0 or 32768
+    return draw(st.integers(-128, 127)) if dtype == I8 else 0
 
 
 def _factor(draw, size: int, rank: int) -> tuple[int, ...]:
@@ -434,10 +458,154 @@ def cast(draw, case: GraphCase, x: Value | None = None) -> Value:
     return case.graph.op("CAST", input=x, result=(dst, x.shape))
 
 
+def table(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """TABLE: int8 through a 256-entry int8 table, or int16 through a 513-entry int16 table
+    (interpolated, int32 result)."""
+    if x is not None and x.dtype not in (I8, I16):
+        return clamp(draw, case, x)
+    dtype = x.dtype if x is not None else draw(st.sampled_from([I8, I16]))
+    if x is None:
+        x = case.input(dtype, _any_rank(draw))
+    size, out = (256, I8) if dtype == I8 else (513, I32)
+    values = draw(hnp.arrays(dtype, size, elements=st.integers(int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))))
+    return case.graph.op("TABLE", input1=x, table=values, result=(out, x.shape))
+
+
+_GATHER_TYPES = (F32, F16, BF16, I8, I16, I32)
+
+
+def gather(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """GATHER values[N, K, C] by int32 indices[N, W] in [0, K): result [N, W, C]."""
+    if x is not None and (len(x.shape) != 3 or x.dtype not in _GATHER_TYPES):
+        return reshape(draw, case, x)
+    if x is None:
+        dtype = draw(st.sampled_from(_GATHER_TYPES))
+        x = case.input(dtype, (draw(st.integers(1, 2)), draw(st.integers(1, 6)), draw(st.integers(1, 4))))
+    n, k, c = x.shape
+    w = draw(st.integers(1, 6))
+    indices = case.input(I32, (n, w), Domain(0, k - 1))
+    return case.graph.op("GATHER", values=x, indices=indices, result=(x.dtype, (n, w, c)))
+
+
+def scatter(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """SCATTER input[N, W, C] into values_in[N, K, C] at distinct indices[N, W] (W <= K)."""
+    if x is not None and (len(x.shape) != 3 or x.dtype not in _GATHER_TYPES):
+        return reshape(draw, case, x)
+    if x is None:
+        dtype = draw(st.sampled_from(_GATHER_TYPES))
+        x = case.input(dtype, (draw(st.integers(1, 2)), draw(st.integers(1, 6)), draw(st.integers(1, 4))))
+    n, k, c = x.shape
+    w = draw(st.integers(1, k))
+    rows = [draw(st.permutations(range(k)))[:w] for _ in range(n)]  # the spec requires distinct indices
+    updates = case.input(x.dtype, (n, w, c))
+    return case.graph.op("SCATTER", values_in=x, indices=np.array(rows, np.int32), input=updates, result=(x.dtype, x.shape))
+
+
+_RESIZE_TYPES = {  # (input, mode) -> result
+    (I8, "NEAREST_NEIGHBOR"): I8, (I8, "BILINEAR"): I32, (I16, "NEAREST_NEIGHBOR"): I16,
+    (F32, "NEAREST_NEIGHBOR"): F32, (F32, "BILINEAR"): F32, (F16, "NEAREST_NEIGHBOR"): F16,
+    (F16, "BILINEAR"): F16, (BF16, "NEAREST_NEIGHBOR"): BF16, (BF16, "BILINEAR"): BF16,
+}
+
+
+def resize(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """RESIZE (nearest or bilinear) of an NHWC input by scale n/d per axis, with an offset and a
+    border that make the output size exact. int16 bilinear (an int48 result) is left out."""
+    if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16)):
+        return _unary_safe(draw, case, x) if _is_float(x.dtype) else clamp(draw, case, x)
+    options = [k for k in _RESIZE_TYPES if x is None or k[0] == x.dtype]
+    in_t, mode = draw(st.sampled_from(options))
+    scale, offset, border, sizes = [], [], [], []
+    for axis in range(2):
+        num, den = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+        off = draw(st.integers(-num + 1, num - 1)) if draw(st.booleans()) else 0
+        size = x.shape[1 + axis] if x is not None else draw(st.integers(1, 5))
+        # output = ((size - 1) * num - off + border) / den + 1, exactly: pick the border for it
+        border_ = (-((size - 1) * num - off)) % den
+        if border_ >= num:  # the spec bounds border by [-16 * num, num): go below instead
+            border_ -= den
+        if border_ < -16 * num or (size - 1) * num - off + border_ < 0:
+            off, border_ = 0, (-((size - 1) * num)) % den - (den if (-((size - 1) * num)) % den >= num else 0)
+        scale += [num, den]
+        offset.append(off)
+        border.append(border_)
+        sizes.append(size)
+    if x is None:
+        x = case.input(in_t, (draw(st.integers(1, 2)), *sizes, draw(st.integers(1, 3))),
+                       EXACT if _is_float(in_t) else None)
+    out = [((s - 1) * scale[2 * i] - offset[i] + border[i]) // scale[2 * i + 1] + 1 for i, s in enumerate(sizes)]
+    return case.graph.op("RESIZE", input=x, mode=mode, scale=scale, offset=offset, border=border,
+                         result=(_RESIZE_TYPES[in_t, mode], (x.shape[0], *out, x.shape[3])))
+
+
+def transpose_conv2d(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """TRANSPOSE_CONV2D: output (IH - 1) * stride + out_pad_top + out_pad_bottom + KH."""
+    if x is not None and (len(x.shape) != 4 or x.dtype not in (F32, F16)):
+        return _unary_safe(draw, case, x) if _is_float(x.dtype) else clamp(draw, case, x)
+    in_t, w_t, out_t, acc = _conv_types(draw, None if x is None else x.dtype)
+    if x is None:
+        x = case.input(in_t, (draw(st.integers(1, 2)), draw(st.integers(1, 4)), draw(st.integers(1, 4)),
+                              draw(st.integers(1, 3))), EXACT if _is_float(in_t) else None)
+    n, ih, iw, ic = x.shape
+    kh, kw, oc = draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.integers(1, 3))
+    stride = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    out_pad = tuple(draw(st.integers(-(k - 1), 1)) for k in (kh, kh, kw, kw))
+    oh = (ih - 1) * stride[0] + out_pad[0] + out_pad[1] + kh
+    ow = (iw - 1) * stride[1] + out_pad[2] + out_pad[3] + kw
+    if oh < 1 or ow < 1:
+        out_pad, oh, ow = (0, 0, 0, 0), (ih - 1) * stride[0] + kh, (iw - 1) * stride[1] + kw
+    y = case.graph.op(
+        "TRANSPOSE_CONV2D", input=x, weight=_weights(draw, w_t, (oc, kh, kw, ic)),
+        bias=_bias(case, draw, out_t, oc), input_zp=_zp(in_t, _zp_value(draw, in_t)), weight_zp=_zp(w_t),
+        out_pad=out_pad, stride=stride, acc_type=acc, result=(out_t, (n, oh, ow, oc)),
+    )
+    return _int48_to_int32(case, y)
+
+
+def conv3d(draw, case: GraphCase, x: Value | None = None) -> Value:
+    """CONV3D of an NDHWC input, with paddings that make every output size exact."""
+    if x is not None and (len(x.shape) != 5 or x.dtype not in (F32, F16)):
+        return _unary_safe(draw, case, x) if _is_float(x.dtype) else clamp(draw, case, x)
+    in_t, w_t, out_t, acc = _conv_types(draw, None if x is None else x.dtype)
+    if x is None:
+        dims = [draw(st.integers(1, 4)) for _ in range(3)]
+        x = case.input(in_t, (1, *dims, draw(st.integers(1, 3))), EXACT if _is_float(in_t) else None)
+    n, *dims, ic = x.shape
+    kernel = [draw(st.integers(1, 2)) for _ in range(3)]
+    stride = [draw(st.integers(1, 2)) for _ in range(3)]
+    dilation = [draw(st.integers(1, 2)) for _ in range(3)]
+    pad: list[int] = []
+    out = []
+    for size, k, s, d in zip(dims, kernel, stride, dilation):
+        before, after = _fit_pad(size, k, d, s, draw(st.integers(0, 1)), draw(st.integers(0, 1)))
+        pad += [before, after]
+        out.append((size - 1 + before + after - (k - 1) * d) // s + 1)
+    oc = draw(st.integers(1, 3))
+    y = case.graph.op(
+        "CONV3D", input=x, weight=_weights(draw, w_t, (oc, *kernel, ic)), bias=_bias(case, draw, out_t, oc),
+        input_zp=_zp(in_t, _zp_value(draw, in_t)), weight_zp=_zp(w_t), pad=pad, stride=stride,
+        dilation=dilation, acc_type=acc, result=(out_t, (n, *out, oc)),
+    )
+    return _int48_to_int32(case, y)
+
+
+def _int48_to_int32(case: GraphCase, y: Value) -> Value:
+    """An int48 result rescaled to int32, as real models do (tosa_reference_model returns no int48)."""
+    if y.dtype != np.int64:
+        return y
+    return case.graph.op(
+        "RESCALE", input=y, multiplier=np.array([1 << 14], np.int16), shift=np.array([14], np.int8),
+        input_zp=case.graph.constant([0], INT48), output_zp=_zp(I32), scale32=False, rounding_mode="SINGLE_ROUND",
+        per_channel=False, input_unsigned=False, output_unsigned=False, result=(I32, y.shape),
+    )
+
+
 FAMILIES: dict[str, Callable] = {
     "binary": binary, "unary": unary, "clamp": clamp, "rescale": rescale, "reshape": reshape,
     "transpose": transpose, "conv2d": conv2d, "pool2d": pool2d, "matmul": matmul,
     "reduction": reduction, "data_layout": data_layout, "cast": cast, "select": select,
+    "table": table, "gather": gather, "scatter": scatter, "resize": resize,
+    "transpose_conv2d": transpose_conv2d, "conv3d": conv3d,
 }
 """Operator families `ops()` draws from, by name."""
 

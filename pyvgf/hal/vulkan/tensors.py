@@ -15,23 +15,12 @@ from typing import Any
 
 import numpy as np
 
+from ...elements import by_format
 from ...errors import HalError
 from . import _ffi
 from ._ffi import ffi
 from ._vk import call, check, new_struct, to_arm, vk
 from .context import VulkanContext
-
-ELEMENT_SIZE = {
-    9: 1, 10: 1, 13: 1, 14: 1,  # R8 UNORM/SNORM/UINT/SINT
-    74: 2, 75: 2, 76: 2,  # R16 UINT/SINT/SFLOAT
-    98: 4, 99: 4, 100: 4,  # R32 UINT/SINT/SFLOAT
-    110: 8, 111: 8, 112: 8,  # R64 UINT/SINT/SFLOAT
-    1000460000: 1,  # R8_BOOL_ARM
-    1000460001: 2,  # R16_SFLOAT_FPENCODING_BFLOAT16_ARM
-    1000460002: 1,  # R8_SFLOAT_FPENCODING_FLOAT8E4M3_ARM
-    1000460003: 1,  # R8_SFLOAT_FPENCODING_FLOAT8E5M2_ARM
-}
-"""Bytes per element of each VkFormat a VGF tensor may have."""
 
 DEFAULT_USAGE = (
     _ffi.TENSOR_USAGE_SHADER_BIT_ARM
@@ -42,8 +31,9 @@ DEFAULT_USAGE = (
 
 
 def element_size(vk_format: int) -> int:
+    """Bytes per element of a VkFormat a VGF tensor may have (from pyvgf.elements)."""
     try:
-        return ELEMENT_SIZE[vk_format]
+        return by_format(vk_format).size
     except KeyError:
         raise HalError(f"VkFormat {vk_format} is not a tensor format pyvgf knows") from None
 
