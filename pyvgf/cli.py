@@ -8,6 +8,7 @@
     pyvgf run MODEL.vgf ... [--dump-intermediates DIR] [--profile] [--trace FILE] [--repeat N]
     pyvgf bisect MODEL.vgf --backends A B [--input ... | --random-inputs --seed N] [--out DIR]
     pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
+    pyvgf bench distributed [--rows ...] [--workers 1 2] [--campaign N]   (Ray: tools/bench/distributed.py)
     pyvgf scenario S.json --output DIR [--backend cpu] [--repeat N] [--dry-run] [--profiling-dump-path F]
     pyvgf inspect MODEL.vgf --scenario-template DIR
 
@@ -346,6 +347,8 @@ def _bench(args: argparse.Namespace) -> int:
             "pyvgf bench: the benchmark suite is part of a source checkout, not of an installed pyvgf "
             "(it needs Arm's tools and torch): clone the repository and run `pyvgf bench` there"
         )
+    if args.extra[:1] == ["distributed"]:  # pyvgf.distributed on Ray against a plain loop
+        return subprocess.call([sys.executable, str(BENCH_SUITE.with_name("distributed.py")), *args.extra[1:]])
     return subprocess.call([sys.executable, str(BENCH_SUITE), *args.extra])
 
 

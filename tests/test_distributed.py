@@ -4,6 +4,8 @@ workers that die and are retried. Ray starts once for the module (it takes secon
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -120,6 +122,12 @@ def test_campaign_draws_the_same_cases_on_any_worker_count(local_ray, tmp_path):
     again = [c.to_mlir() for c in draw(ops(["binary"]), seed=11, chunk=1)]
     assert again == [c.to_mlir() for c in draw(ops(["binary"]), seed=11, chunk=1)]
     assert again != [c.to_mlir() for c in draw(ops(["binary"]), seed=12, chunk=1)]
+
+
+def test_bench_distributed_is_a_pyvgf_bench_subcommand():
+    done = subprocess.run([sys.executable, "-m", "pyvgf", "bench", "distributed", "--help"],
+                          capture_output=True, text=True, check=True)
+    assert "--campaign N" in done.stdout and "--workers" in done.stdout
 
 
 def test_backend_specs():
