@@ -446,7 +446,8 @@ def campaign(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], *
     error leaves a reproducer folder under `out_dir`, written by this process (workers on other
     machines send theirs back), see `read_reproducer`. At most `workers` tasks (default: one
     per CPU of the cluster) run at once; `ray_options` go to each task (e.g. `num_gpus=1`, or
-    a custom resource naming a device). The campaign stops once `max_failures` are found.
+    a custom resource naming a device). The campaign stops once `max_failures` are found
+    (tasks still running are cancelled) and keeps that many.
 
     Returns a `Summary` with `cases` (the number checked) and `failures` (the reproducer
     folders, sorted); its str() is a table.
@@ -477,7 +478,7 @@ def campaign(strategy: SearchStrategy[GraphCase], backends: Sequence[Backend], *
             pending.pop(done[0])
             result = ray.get(done[0])
             cases += result["cases"]
-            failures += [_write(out, failure) for failure in result["failures"]]
+            failures += [_write(out, failure) for failure in result["failures"][:max_failures - len(failures)]]
             bar.update(result["cases"])
             bar.set_postfix(failures=len(failures))
             if len(failures) >= max_failures:
