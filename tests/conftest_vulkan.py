@@ -1,5 +1,5 @@
-"""Helpers of the Vulkan backend tests: skip rules and a VGF graph runner on the backend's
-objects (scenario_runner, the reference, is tools/references.py)."""
+"""Helpers of the Vulkan backend tests: skip rules and VGF graph runners on the HAL
+(scenario_runner, the reference, is tools/references.py)."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pyvgf.errors import HalError
 from pyvgf import hal
-from pyvgf.format.model import VGF, Category, ModuleType, numpy_dtype
+from pyvgf.errors import HalError
+from pyvgf.format.model import VGF, Category, ModuleType
 
 
 @functools.cache
@@ -45,14 +45,16 @@ def read_vgf(path: Path) -> VGF:
     return read(Path(path))
 
 
-# -- running graph segments on the backend's objects ---------------------------------------
+# -- running graph segments through the HAL ---------------------------------------------------
 
 
 class GraphModel:
-    """Every Vulkan object a graph-only VGF needs, made once; run() many times."""
+    """Every HAL object a graph-only VGF needs on `device`, made once; run() many times (the
+    runtime's schedule without its planning: one tensor per resource, a barrier between
+    segments)."""
 
-    def __init__(self, ctx, vgf: VGF):
-        self.ctx = ctx
+    def __init__(self, device: hal.Device, vgf: VGF):
+        self.device = device
         self.vgf = vgf
         self.objects: list = []
         try:
@@ -62,65 +64,55 @@ class GraphModel:
             raise
 
     def _build(self) -> None:
-        from pyvgf.hal.vulkan import commands, pipelines, tensors
-
-        ctx, vgf = self.ctx, self.vgf
-        tensor_type = 1000460000
+        device, vgf, own = self.device, self.vgf, self._own
         self.tensors = {}
         for i, r in enumerate(vgf.resources):
             if r.category != Category.CONSTANT:
-                self.tensors[i] = self._own(tensors.Tensor(ctx, r.format, tuple(r.shape), label=f"mrt{i}"))
-        self.cmd = self._own(commands.CommandBuffer(ctx))
-        self.cmd.begin()
+                self.tensors[i] = own(device.create_tensor(r.format, tuple(r.shape), label=f"mrt{i}"))
+        enc = device.create_command_encoder()
         for k, seg in enumerate(vgf.sequence.segments):
             if seg.type != ModuleType.GRAPH:
                 raise NotImplementedError("compute segments")
             layouts, sets, resources = {}, {}, []
             for pos, info in enumerate(seg.set_infos):
                 index = pos if info.set_index == 0xFFFFFFFF else info.set_index
-                layout = self._own(pipelines.DescriptorSetLayout(ctx, [(b.binding, tensor_type) for b in info.bindings]))
-                layouts[index] = layout
-                ds = self._own(pipelines.DescriptorSet(ctx, layout))
-                sets[index] = ds
+                layouts[index] = own(device.create_descriptor_set_layout(
+                    [hal.DescriptorSetLayoutBinding(b.binding, hal.DescriptorType.TENSOR) for b in info.bindings]))
+                views = {b.binding: own(self.tensors[b.mrt_index].create_view()) for b in info.bindings}
+                sets[index] = own(device.create_descriptor_set(layouts[index], views))
                 for b in info.bindings:
                     r = vgf.resources[b.mrt_index]
-                    ds.write(b.binding, self.tensors[b.mrt_index])
-                    resources.append(pipelines.GraphResource(index, b.binding, r.format, tuple(r.shape)))
-            pl = self._own(pipelines.PipelineLayout(ctx, [layouts[i] for i in sorted(layouts)]))
+                    resources.append(hal.DataGraphResource(index, b.binding, device.tensor_description(r.format, r.shape)))
+            layout = own(device.create_pipeline_layout([layouts[i] for i in sorted(layouts)]))
             consts = []
             for cb in seg.graph_constants():
                 c = vgf.constants[cb.constant_table_index]
                 r = vgf.resources[c.mrt_index]
-                consts.append(pipelines.GraphConstant(cb.graph_constant_id, r.format, tuple(r.shape), c.data, c.sparsity_dimension))
+                consts.append(hal.GraphConstant(cb.graph_constant_id, c.data, device.tensor_description(r.format, r.shape),
+                                                c.sparsity_dimension))
             module = vgf.modules[seg.module_index]
-            pipe = self._own(pipelines.DataGraphPipeline(ctx, module.code, module.entry_point, pl, resources, consts, label=seg.name))
-            session = self._own(pipelines.DataGraphSession(ctx, pipe))
-            session.bind_own_memory()
+            shader = own(device.create_shader_module(module.code, name=module.name))
+            pipeline = own(device.create_data_graph_pipeline(shader, module.entry_point, layout, resources, consts,
+                                                             label=seg.name))
+            session = own(bound_session(device, pipeline, self.objects))
             if k:
-                self.cmd.tensor_barrier([self.tensors[s.mrt_index] for s in seg.inputs])
-            self.cmd.dispatch_graph(pipe, pl, sets, session)
-        self.cmd.host_barrier()
-        self.cmd.end()
-        self.fence = self._own(commands.Fence(ctx))
+                enc.barrier()
+            enc.bind_pipeline(pipeline)
+            for index in sorted(sets):
+                enc.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, index, sets[index])
+            enc.dispatch_data_graph(session)
+        self.cmd = own(enc.finish())
 
     def _own(self, obj):
         self.objects.append(obj)
         return obj
 
     def run(self, inputs: list[np.ndarray]) -> list[np.ndarray]:
-        from pyvgf.hal.vulkan import commands
-
+        queue = self.device.queue
         for slot, x in zip(self.vgf.sequence.inputs, inputs):
-            self.tensors[slot.mrt_index].write(x)
-        self.fence.reset()
-        commands.submit(self.ctx, [self.cmd], self.fence)
-        self.fence.wait(timeout_s=60)
-        outs = []
-        for slot in self.vgf.sequence.outputs:
-            r = self.vgf.resources[slot.mrt_index]
-            raw = self.tensors[slot.mrt_index].read()
-            outs.append(np.frombuffer(raw, numpy_dtype(r.format)).reshape(r.shape).copy())
-        return outs
+            queue.write_tensor(self.tensors[slot.mrt_index], x)
+        assert queue.submit([self.cmd]).wait(60)
+        return [queue.read_tensor(self.tensors[slot.mrt_index]) for slot in self.vgf.sequence.outputs]
 
     def destroy(self) -> None:
         for obj in reversed(self.objects):
@@ -128,59 +120,45 @@ class GraphModel:
         self.objects = []
 
 
-def chained_add(ctx, vgf: VGF, a: np.ndarray, b: np.ndarray, pipelines_seen: set | None = None) -> np.ndarray:
+def chained_add(device: hal.Device, vgf: VGF, a: np.ndarray, b: np.ndarray, pipelines_seen: set | None = None) -> np.ndarray:
     """Two dispatches of the add graph in one command buffer, c = a + b then d = c + b, with
-    a tensor memory barrier on c between them (the shape of a two-segment model)."""
-    from pyvgf.hal.vulkan import commands, pipelines, tensors
-
-    tensor_type = 1000460000
-    module = vgf.modules[0]
+    a barrier between them (the shape of a two-segment model); every object destroyed after."""
     shape = tuple(vgf.resources[0].shape)
-    objs: list = []
+    before = len(device._children)
     try:
-        ta, tb, tc, td = (tensors.Tensor(ctx, 100, shape, label=n) for n in "abcd")
-        objs += [ta, tb, tc, td]
-        layout = pipelines.DescriptorSetLayout(ctx, [(0, tensor_type), (1, tensor_type), (2, tensor_type)])
-        objs.append(layout)
-        pl = pipelines.PipelineLayout(ctx, [layout])
-        objs.append(pl)
-        res = [pipelines.GraphResource(0, i, 100, shape) for i in range(3)]
-        cmd = commands.CommandBuffer(ctx)
-        objs.append(cmd)
-        cmd.begin()
+        pipeline, layout, set_layout = add_pipeline(device, vgf)
+        if pipelines_seen is not None:
+            pipelines_seen.add(handle_value(pipeline))
+        ta, tb, tc, td = (device.create_tensor(100, shape, label=n) for n in "abcd")
+        enc = device.create_command_encoder()
         for k, (x, y, z) in enumerate(((ta, tb, tc), (tc, tb, td))):
-            pipe = pipelines.DataGraphPipeline(ctx, module.code, module.entry_point, pl, res, [], label=f"add{k}")
-            objs.append(pipe)
-            if pipelines_seen is not None:
-                pipelines_seen.add(int(ctx_ffi().cast("uintptr_t", pipe.handle)))
-            session = pipelines.DataGraphSession(ctx, pipe)
-            objs.append(session)
-            session.bind_own_memory()
-            ds = pipelines.DescriptorSet(ctx, layout)
-            objs.append(ds)
-            for binding, t in enumerate((x, y, z)):
-                ds.write(binding, t)
+            dset = device.create_descriptor_set(set_layout, {i: t.create_view() for i, t in enumerate((x, y, z))})
             if k:
-                cmd.tensor_barrier([tc])
-            cmd.dispatch_graph(pipe, pl, {0: ds}, session)
-        cmd.host_barrier()
-        cmd.end()
-        fence = commands.Fence(ctx)
-        objs.append(fence)
-        ta.write(a)
-        tb.write(b)
-        commands.submit(ctx, [cmd], fence)
-        fence.wait(timeout_s=60)
-        return np.frombuffer(td.read(), np.float32).reshape(shape).copy()
+                enc.barrier()
+            enc.bind_pipeline(pipeline)
+            enc.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, 0, dset)
+            enc.dispatch_data_graph(bound_session(device, pipeline))
+        cb = enc.finish()
+        device.queue.write_tensor(ta, a)
+        device.queue.write_tensor(tb, b)
+        assert device.queue.submit([cb]).wait(60)
+        return device.queue.read_tensor(td)
     finally:
-        for obj in reversed(objs):
+        for obj in list(device._children.values())[before:][::-1]:
             obj.destroy()
 
 
-def ctx_ffi():
+def objects_left(device: hal.Device) -> dict[str, int]:
+    """Live Vulkan objects of a vulkan device beyond the VkDevice, its command pool and the
+    fences its queue keeps for reuse (what the HAL objects made on it leave alive)."""
+    return {k: v for k, v in device.live_objects().items() if k not in ("VkDevice", "VkCommandPool", "VkFence")}
+
+
+def handle_value(obj) -> int:
+    """The integer value of a vulkan HAL object's Vulkan handle (as validation messages print it)."""
     from pyvgf.hal.vulkan._vk import vk
 
-    return vk().ffi
+    return int(vk().ffi.cast("uintptr_t", obj.handle))
 
 
 # -- HAL helpers ------------------------------------------------------------------------------
@@ -198,12 +176,16 @@ def add_pipeline(device, vgf: VGF):
     return pipeline, layout, set_layout
 
 
-def bound_session(device, pipeline):
-    """A HAL data graph session with memory bound at every bind point object that needs it."""
+def bound_session(device, pipeline, objects: list | None = None):
+    """A HAL data graph session with memory bound at every bind point object that needs it
+    (the memory appended to `objects` when given)."""
     session = device.create_data_graph_session(pipeline)
     for r in session.bind_point_requirements:
         for i in range(r.num_objects):
             req = session.memory_requirements(r.bind_point, i)
             if req.size:
-                session.bind_memory(device.allocate_memory(req.size), 0, r.bind_point, i)
+                memory = device.allocate_memory(req.size)
+                if objects is not None:
+                    objects.append(memory)
+                session.bind_memory(memory, 0, r.bind_point, i)
     return session

@@ -324,7 +324,7 @@ def test_dropped_models_free_their_device_objects(backend):
     a = np.ones((2, 3), np.float32)
     model.run([a, a])
     device = model.device
-    live = getattr(device, "ctx", None) and device.ctx.live
+    live = getattr(device, "live", None)
     del model
     gc.collect()
     assert device.destroyed and device.adapter.destroyed
@@ -345,7 +345,7 @@ def test_dropped_hal_device_destroys_its_vulkan_objects():
     device.queue.write_tensor(tensor, np.ones((1, 4), np.float32))
     pipeline, layout, set_layout = add_pipeline(device, read(graph((1, 4, 4, 8)).to_bytes()))
     device.queue.submit([device.create_command_encoder().finish()]).wait(30)
-    live = device.ctx.live
+    live = device.live
     assert live["VkTensorARM"] == 1 and live["VkBuffer"] == 1 and live["VkPipeline"] == 1
     del tensor, pipeline, layout, set_layout
     del device, memory

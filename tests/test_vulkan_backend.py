@@ -1,4 +1,4 @@
-"""The Vulkan backend's objects on a real driver (lavapipe + Arm's emulation layer here)."""
+"""The vulkan backend on a real driver (lavapipe + Arm's emulation layer here), through the HAL."""
 
 from __future__ import annotations
 
@@ -8,37 +8,42 @@ import sys
 
 import numpy as np
 import pytest
-
 import references  # tools/references.py
-from conftest_vulkan import GraphModel, chained_add, read_vgf, require_vulkan
+from conftest_vulkan import (
+    GraphModel,
+    bound_session,
+    chained_add,
+    objects_left,
+    read_vgf,
+    require_vulkan,
+)
+
+from pyvgf import hal
 from pyvgf.errors import HalError
 
 pytestmark = pytest.mark.vulkan
+TENSOR = hal.DescriptorType.TENSOR
 
 
 @pytest.fixture(scope="module")
-def ctx():
+def adapter():
     require_vulkan()
-    from pyvgf.hal.vulkan.context import VulkanContext
-
-    context = VulkanContext()
-    yield context
-    context.destroy()
-    assert context.live_objects() == 0, +context.live
+    a = hal.request_adapter("vulkan")
+    yield a
+    a.destroy()
 
 
-@pytest.fixture(autouse=True)
-def no_objects_left(request):
-    """Every test destroys what it created: only the instance, device and pool stay live."""
-    yield
-    if "ctx" in request.fixturenames:
-        context = request.getfixturevalue("ctx")
-        left = {k: v for k, v in context.live.items() if v and k not in ("VkInstance", "VkDevice", "VkCommandPool")}
-        assert not left, f"Vulkan objects left alive: {left}"
+@pytest.fixture
+def device(adapter):
+    """A device whose every Vulkan object is gone once it is destroyed."""
+    dev = adapter.request_device()
+    yield dev
+    dev.destroy()
+    assert dev.live_objects() == {}, dev.live_objects()
 
 
-def test_add_equals_numpy(ctx, vgf_model):
-    model = GraphModel(ctx, read_vgf(vgf_model("add_f32")))
+def test_add_equals_numpy(device, vgf_model):
+    model = GraphModel(device, read_vgf(vgf_model("add_f32")))
     try:
         rng = np.random.default_rng(0)
         for _ in range(3):
@@ -48,22 +53,24 @@ def test_add_equals_numpy(ctx, vgf_model):
             np.testing.assert_array_equal(out, a + b)
     finally:
         model.destroy()
+    assert objects_left(device) == {}
 
 
-def test_two_dispatches_with_a_tensor_barrier(ctx, vgf_model):
+def test_two_dispatches_with_a_barrier(device, vgf_model):
     rng = np.random.default_rng(2)
     a = rng.standard_normal((1, 4, 4, 8)).astype(np.float32)
     b = rng.standard_normal((1, 4, 4, 8)).astype(np.float32)
-    out = chained_add(ctx, read_vgf(vgf_model("add_f32")), a, b)
+    out = chained_add(device, read_vgf(vgf_model("add_f32")), a, b)
     np.testing.assert_array_equal(out, (a + b) + b)
+    assert objects_left(device) == {}
 
 
-def test_graph_constants_equal_scenario_runner(ctx, vgf_model):
+def test_graph_constants_equal_scenario_runner(device, vgf_model):
     path = vgf_model("vulkan_conv2d_f32")
     vgf = read_vgf(path)
     assert vgf.constants and vgf.constants[0].data.nbytes == 6 * 3 * 3 * 4 * 4
     x = np.random.default_rng(1).standard_normal((1, 8, 8, 4)).astype(np.float32)
-    model = GraphModel(ctx, vgf)
+    model = GraphModel(device, vgf)
     try:
         (out,) = model.run([x])
     finally:
@@ -72,105 +79,45 @@ def test_graph_constants_equal_scenario_runner(ctx, vgf_model):
     np.testing.assert_array_equal(out, ref)
 
 
-def test_context_uses_emulation_layer_on_lavapipe(ctx):
-    if ctx.report.native_arm:
-        pytest.skip(f"{ctx.report.name} has the ARM extensions natively")
-    assert ctx.uses_emulation
-    assert ctx.vi.layers[-2:] == ["VK_LAYER_ML_Graph_Emulation", "VK_LAYER_ML_Tensor_Emulation"]
-    assert {"VK_ARM_tensors", "VK_ARM_data_graph"} <= set(ctx.enabled_extensions)
+def test_device_uses_emulation_layer_on_lavapipe(adapter, device):
+    if adapter.report.native_arm:
+        pytest.skip(f"{adapter.report.name} has the ARM extensions natively")
+    assert adapter.uses_emulation
+    assert adapter.layers[-2:] == ["VK_LAYER_ML_Graph_Emulation", "VK_LAYER_ML_Tensor_Emulation"]
+    assert {"VK_ARM_tensors", "VK_ARM_data_graph"} <= set(device.enabled_extensions)
 
 
-def test_without_emulation_the_missing_extensions_are_named(ctx):
-    from pyvgf.hal.vulkan.context import VulkanContext
-
-    if ctx.report.native_arm:
-        pytest.skip(f"{ctx.report.name} has the ARM extensions natively")
+def test_without_emulation_the_missing_extensions_are_named(adapter):
+    if adapter.report.native_arm:
+        pytest.skip(f"{adapter.report.name} has the ARM extensions natively")
     with pytest.raises(HalError, match="lacks extensions VK_ARM_tensors, VK_ARM_data_graph"):
-        VulkanContext(emulation="never")
+        hal.request_adapter("vulkan", emulation="never")
 
 
-def test_bad_emulation_choice(ctx):
-    from pyvgf.hal.vulkan.context import VulkanContext
-
+def test_bad_emulation_choice(adapter):
     with pytest.raises(HalError, match="emulation must be"):
-        VulkanContext(emulation="sometimes")
+        hal.request_adapter("vulkan", emulation="sometimes")
 
 
-def test_tensor_write_of_wrong_size_is_refused(ctx):
-    from pyvgf.hal.vulkan.tensors import Tensor
-
-    t = Tensor(ctx, 100, (2, 3), label="t")
-    try:
-        with pytest.raises(HalError, match="t: 20 bytes written, 24 expected"):
-            t.write(np.zeros(5, np.float32))
-        data = np.arange(6, dtype=np.float32).reshape(2, 3)
-        t.write(data)
-        assert np.frombuffer(t.read(), np.float32).tolist() == data.ravel().tolist()
-    finally:
-        t.destroy()
-
-
-def test_unknown_tensor_format_is_refused(ctx):
-    from pyvgf.hal.vulkan.tensors import Tensor
-
-    with pytest.raises(HalError, match="VkFormat 37 is not a tensor format"):
-        Tensor(ctx, 37, (2,))
-
-
-def test_graph_constant_of_wrong_size_is_refused(ctx, vgf_model):
-    from pyvgf.hal.vulkan import pipelines
-
+def test_graph_constant_of_wrong_size_is_refused(device, vgf_model):
     vgf = read_vgf(vgf_model("vulkan_conv2d_f32"))
-    layout = pipelines.DescriptorSetLayout(ctx, [(0, 1000460000), (1, 1000460000)])
-    pl = pipelines.PipelineLayout(ctx, [layout])
-    try:
-        res = [pipelines.GraphResource(0, 0, 100, (1, 8, 8, 4)), pipelines.GraphResource(0, 1, 100, (1, 8, 8, 6))]
-        const = pipelines.GraphConstant(0, 100, (6, 3, 3, 4), np.zeros(10, np.uint8))
-        module = vgf.modules[0]
-        with pytest.raises(HalError, match="graph constant 0 has 10 bytes"):
-            pipelines.DataGraphPipeline(ctx, module.code, module.entry_point, pl, res, [const])
-        assert ctx.live["VkShaderModule"] == 0
-    finally:
-        pl.destroy()
-        layout.destroy()
+    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(b, TENSOR) for b in range(2)])
+    layout = device.create_pipeline_layout([set_layout])
+    res = [hal.DataGraphResource(0, 0, device.tensor_description(100, (1, 8, 8, 4))),
+           hal.DataGraphResource(0, 1, device.tensor_description(100, (1, 8, 8, 6)))]
+    const = hal.GraphConstant(0, np.zeros(10, np.uint8), device.tensor_description(100, (6, 3, 3, 4)))
+    module = device.create_shader_module(vgf.modules[0].code)
+    with pytest.raises(HalError, match="graph constant 0 has 10 bytes"):
+        device.create_data_graph_pipeline(module, vgf.modules[0].entry_point, layout, res, [const])
+    assert device.live["VkShaderModule"] == 0 and device.live["VkPipeline"] == 0
 
 
-def test_empty_spirv_is_refused(ctx):
-    from pyvgf.hal.vulkan import pipelines
-
-    pl = pipelines.PipelineLayout(ctx, [])
-    try:
-        with pytest.raises(HalError, match="the SPIR-V module is empty"):
-            pipelines.DataGraphPipeline(ctx, np.zeros(0, np.uint32), "main", pl, [], [])
-    finally:
-        pl.destroy()
-
-
-def test_descriptor_write_to_missing_binding(ctx):
-    from pyvgf.hal.vulkan import pipelines
-    from pyvgf.hal.vulkan.tensors import Tensor
-
-    layout = pipelines.DescriptorSetLayout(ctx, [(0, 1000460000)])
-    ds = pipelines.DescriptorSet(ctx, layout)
-    t = Tensor(ctx, 100, (4,))
-    try:
-        with pytest.raises(HalError, match=r"no binding 3 \(has \[0\]\)"):
-            ds.write(3, t)
-    finally:
-        t.destroy()
-        ds.destroy()
-        layout.destroy()
-
-
-def test_recording_is_required(ctx):
-    from pyvgf.hal.vulkan.commands import CommandBuffer
-
-    cb = CommandBuffer(ctx)
-    try:
-        with pytest.raises(HalError, match="not recording"):
-            cb.host_barrier()
-    finally:
-        cb.destroy()
+def test_descriptor_set_of_missing_binding_is_refused(device):
+    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(0, TENSOR)])
+    view = device.create_tensor(100, (4,)).create_view()
+    with pytest.raises(HalError, match=r"needs bindings \[0\], got \[3\]"):
+        device.create_descriptor_set(set_layout, {3: view})
+    assert device.live["VkDescriptorPool"] == 0
 
 
 def test_doctor_report_names_device_and_extension_origin():
@@ -194,47 +141,26 @@ def test_doctor_command(capsys):
     assert out.startswith("CPU backend") and "\nVulkan backend" in out and "status: ready" in out
 
 
-def _conv_once(ctx, vgf, weights: np.ndarray, sparsity_dimension: int, x: np.ndarray) -> np.ndarray:
-    from pyvgf.hal.vulkan import commands, pipelines, tensors
-
-    tensor_type = 1000460000
-    objs = []
-    try:
-        a = tensors.Tensor(ctx, 100, (1, 8, 8, 4))
-        c = tensors.Tensor(ctx, 100, (1, 8, 8, 6))
-        layout = pipelines.DescriptorSetLayout(ctx, [(0, tensor_type), (1, tensor_type)])
-        objs += [a, c, layout]
-        pl = pipelines.PipelineLayout(ctx, [layout])
-        objs.append(pl)
-        resources = [pipelines.GraphResource(0, 0, 100, (1, 8, 8, 4)), pipelines.GraphResource(0, 1, 100, (1, 8, 8, 6))]
-        const = pipelines.GraphConstant(0, 100, (6, 3, 3, 4), weights, sparsity_dimension)
-        pipe = pipelines.DataGraphPipeline(ctx, vgf.modules[0].code, vgf.modules[0].entry_point, pl, resources, [const])
-        objs.append(pipe)
-        session = pipelines.DataGraphSession(ctx, pipe)
-        objs.append(session)
-        session.bind_own_memory()
-        ds = pipelines.DescriptorSet(ctx, layout)
-        objs.append(ds)
-        ds.write(0, a)
-        ds.write(1, c)
-        cb = commands.CommandBuffer(ctx)
-        objs.append(cb)
-        cb.begin()
-        cb.dispatch_graph(pipe, pl, {0: ds}, session)
-        cb.host_barrier()
-        cb.end()
-        fence = commands.Fence(ctx)
-        objs.append(fence)
-        a.write(x)
-        commands.submit(ctx, [cb], fence)
-        fence.wait(timeout_s=60)
-        return np.frombuffer(c.read(), np.float32).reshape(1, 8, 8, 6)
-    finally:
-        for obj in reversed(objs):
-            obj.destroy()
+def _conv_once(device, vgf, weights: np.ndarray, sparsity_dimension: int, x: np.ndarray) -> np.ndarray:
+    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(b, TENSOR) for b in range(2)])
+    layout = device.create_pipeline_layout([set_layout])
+    a = device.create_tensor(100, (1, 8, 8, 4))
+    c = device.create_tensor(100, (1, 8, 8, 6))
+    resources = [hal.DataGraphResource(0, 0, a.description), hal.DataGraphResource(0, 1, c.description)]
+    const = hal.GraphConstant(0, weights, device.tensor_description(100, (6, 3, 3, 4)), sparsity_dimension)
+    module = device.create_shader_module(vgf.modules[0].code)
+    pipeline = device.create_data_graph_pipeline(module, vgf.modules[0].entry_point, layout, resources, [const])
+    dset = device.create_descriptor_set(set_layout, {0: a.create_view(), 1: c.create_view()})
+    enc = device.create_command_encoder()
+    enc.bind_pipeline(pipeline)
+    enc.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, 0, dset)
+    enc.dispatch_data_graph(bound_session(device, pipeline))
+    device.queue.write_tensor(a, x)
+    assert device.queue.submit([enc.finish()]).wait(60)
+    return device.queue.read_tensor(c)
 
 
-def test_semi_structured_sparsity_info_is_chained(ctx, vgf_model):
+def test_semi_structured_sparsity_info_is_chained(device, vgf_model):
     """Weights with 2 zeros in every group of 4 along dimension 3, declared 2:4 sparse
     (VkDataGraphPipelineConstantTensorSemiStructuredSparsityInfoARM): same result as dense."""
     vgf = read_vgf(vgf_model("vulkan_conv2d_f32"))
@@ -242,8 +168,8 @@ def test_semi_structured_sparsity_info_is_chained(ctx, vgf_model):
     weights[..., 1] = 0
     weights[..., 3] = 0
     x = np.random.default_rng(9).standard_normal((1, 8, 8, 4)).astype(np.float32)
-    dense = _conv_once(ctx, vgf, weights, -1, x)
-    sparse = _conv_once(ctx, vgf, weights, 3, x)
+    dense = _conv_once(device, vgf, weights, -1, x)
+    sparse = _conv_once(device, vgf, weights, 3, x)
     assert np.abs(dense).max() > 0
     np.testing.assert_array_equal(sparse, dense)
 
@@ -256,9 +182,10 @@ def test_native_probe_ignores_layers_enabled_by_the_environment(tmp_path):
 
     env = dict(os.environ, **layers.emulation_layer_env(tmp_path))
     code = (
-        "from pyvgf.hal.vulkan.context import VulkanContext, native_arm_extensions\n"
+        "from pyvgf.hal.vulkan.instance import native_arm_extensions\n"
+        "from pyvgf.hal.vulkan import request_adapter\n"
         "print(sorted(native_arm_extensions()[0]))\n"
-        "ctx = VulkanContext(); print(ctx.uses_emulation); ctx.destroy()\n"
+        "a = request_adapter(); d = a.request_device(); print(a.uses_emulation); d.destroy(); a.destroy()\n"
     )
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
     assert out.split("\n")[:2] == ["[]", "True"]

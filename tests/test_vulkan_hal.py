@@ -6,9 +6,9 @@ import threading
 
 import numpy as np
 import pytest
-
 import references  # tools/references.py
 from conftest_vulkan import add_pipeline, bound_session, read_vgf, require_vulkan
+
 from pyvgf import HalError, hal
 from pyvgf.format import Format
 
@@ -28,10 +28,9 @@ def adapter():
 @pytest.fixture
 def device(adapter):
     dev = adapter.request_device()
-    ctx = dev.ctx
     yield dev
     dev.destroy()
-    assert ctx.live_objects() == 0, +ctx.live
+    assert dev.live_objects() == {}, dev.live_objects()
 
 
 def test_adapter_describes_the_device(adapter):
@@ -52,7 +51,7 @@ def test_tensor_round_trip(device):
 
 
 def test_strided_tensor_round_trip(device):
-    if not device.ctx.tensor_non_packed:
+    if not device.tensor_non_packed:
         with pytest.raises(HalError, match="tensorNonPacked"):
             device.create_tensor(F32, (2, 3), strides=(16, 4))
         return
@@ -67,7 +66,7 @@ def test_optimal_tensor_goes_through_staging(device):
     data = np.arange(15, dtype=np.float32).reshape(3, 5)
     device.queue.write_tensor(t, data)
     np.testing.assert_array_equal(device.queue.read_tensor(t), data)
-    assert device.ctx.live["VkTensorARM"] == 1 and device.ctx.live["VkCommandBuffer"] == 0
+    assert device.live["VkTensorARM"] == 1 and device.live["VkCommandBuffer"] == 0
 
 
 def test_tensor_and_buffer_in_one_memory_alias(device):
@@ -133,7 +132,7 @@ def test_graph_by_hand_resubmitted(device, vgf_model):
 
 
 def test_prepared_graph_run_in_mapped_memory(device, vgf_model):
-    from pyvgf.hal.vulkan.backend import VulkanPreparedRun
+    from pyvgf.hal.vulkan.commands import VulkanPreparedRun
 
     pipeline, layout, set_layout = add_pipeline(device, read_vgf(vgf_model("add_f32")))
     tensors = [device.create_tensor(F32, (1, 4, 4, 8)) for _ in range(3)]
@@ -203,14 +202,13 @@ def test_glsl_compute_module_is_refused(device):
 
 def test_device_destroy_frees_every_vulkan_object(adapter, vgf_model):
     device = adapter.request_device()
-    ctx = device.ctx
     pipeline, layout, set_layout = add_pipeline(device, read_vgf(vgf_model("add_f32")))
     tensors = [device.create_tensor(F32, (1, 4, 4, 8)) for _ in range(3)]
     device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in enumerate(tensors)})
     bound_session(device, pipeline)
-    assert ctx.live["VkPipeline"] == 1 and ctx.live["VkTensorARM"] == 3
+    assert device.live["VkPipeline"] == 1 and device.live["VkTensorARM"] == 3
     device.destroy()
-    assert ctx.live_objects() == 0, +ctx.live
+    assert device.live_objects() == {}, device.live_objects()
 
 
 def test_load_add_on_vulkan(vgf_model):

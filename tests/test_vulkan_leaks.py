@@ -7,47 +7,48 @@ import os
 
 import numpy as np
 import pytest
-
-from conftest_vulkan import GraphModel, read_vgf, require_vulkan
+from conftest_vulkan import GraphModel, objects_left, read_vgf, require_vulkan
 
 pytestmark = pytest.mark.vulkan
-
-CORE = {"VkInstance": 1, "VkDevice": 1, "VkCommandPool": 1}
-
 
 def rss_mib() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
 
-def _cycles(vgf, models: int, contexts: int) -> tuple[float, float]:
-    """RSS growth (MiB) over `models` model cycles in one context, then over `contexts`
-    whole context cycles, each measured after warm-up cycles."""
-    from pyvgf.hal.vulkan.context import VulkanContext
+def _cycles(vgf, models: int, devices: int) -> tuple[float, float]:
+    """RSS growth (MiB) over `models` model cycles on one device, then over `devices` whole
+    adapter and device cycles, each measured after warm-up cycles."""
+    from pyvgf import hal
 
     x = np.ones(vgf.resources[vgf.sequence.inputs[0].mrt_index].shape, np.float32)
-    ctx = VulkanContext()
+    adapter = hal.request_adapter("vulkan")
+    device = adapter.request_device()
     try:
         for i in range(3 + models):
             if i == 3:
                 start = rss_mib()
-            model = GraphModel(ctx, vgf)
+            model = GraphModel(device, vgf)
             model.run([x])
             model.destroy()
-            assert {k: v for k, v in ctx.live.items() if v} == CORE
+            assert objects_left(device) == {}
         model_growth = rss_mib() - start
     finally:
-        ctx.destroy()
-    assert ctx.live_objects() == 0, +ctx.live
-    for i in range(1 + contexts):
+        device.destroy()
+        adapter.destroy()
+    assert device.live_objects() == {}, device.live_objects()
+    for i in range(1 + devices):
         if i == 1:
             start = rss_mib()
-        ctx = VulkanContext()
-        model = GraphModel(ctx, vgf)
+        adapter = hal.request_adapter("vulkan")
+        device = adapter.request_device()
+        model = GraphModel(device, vgf)
         model.run([x])
         model.destroy()
-        ctx.destroy()
-        assert ctx.live_objects() == 0, +ctx.live
+        device.destroy()
+        adapter.destroy()
+        assert device.live_objects() == {}, device.live_objects()
+        assert adapter._instance.handle is None
     return model_growth, rss_mib() - start
 
 
@@ -59,18 +60,18 @@ def conv_vgf(vgf_model):
 
 def test_cycles_leave_nothing(conv_vgf):
     """Short: object counts after every cycle; memory over the model cycles only (a couple of
-    whole-context cycles move RSS by allocator noise of several MiB either way)."""
-    model_growth, _ = _cycles(conv_vgf, models=6, contexts=1)
+    whole device cycles move RSS by allocator noise of several MiB either way)."""
+    model_growth, _ = _cycles(conv_vgf, models=6, devices=1)
     assert model_growth < 8, f"{model_growth:.1f} MiB over 6 model cycles"
 
 
 @pytest.mark.slow
 def test_many_cycles_leave_nothing(conv_vgf):
-    model_growth, context_growth = _cycles(conv_vgf, models=200, contexts=40)
+    model_growth, device_growth = _cycles(conv_vgf, models=200, devices=40)
     assert model_growth < 8, f"{model_growth:.1f} MiB over 200 model cycles"
-    # RSS over whole-context cycles moves by allocator noise (measured: +5.6 MiB after 30
-    # cycles, +20 MiB at its peak, not monotonic), so the bound is loose.
-    assert context_growth < 32, f"{context_growth:.1f} MiB over 40 context cycles"
+    # RSS over whole adapter and device cycles moves by allocator noise (measured: +5.6 MiB
+    # after 30 cycles, +20 MiB at its peak, not monotonic), so the bound is loose.
+    assert device_growth < 32, f"{device_growth:.1f} MiB over 40 device cycles"
 
 
 def _load_cycles(path, cycles: int) -> float:
@@ -86,9 +87,9 @@ def _load_cycles(path, cycles: int) -> float:
             start = rss_mib()
         with load(path, backend="vulkan") as model:
             model.run([np.ones(inp.shape, inp.dtype) for inp in model.inputs])
-            ctx = model.device.ctx
-            instance = ctx.vi
-        assert ctx.live_objects() == 0, +ctx.live
+            device = model.device
+            instance = device.adapter._instance
+        assert device.live_objects() == {}, device.live_objects()
         del model
         gc.collect()
         assert instance.handle is None, "the VkInstance outlived its adapter and device"

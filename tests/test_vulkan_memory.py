@@ -12,11 +12,11 @@ import pytest
 
 import pyvgf
 from pyvgf.hal.vulkan.backend import VulkanDevice
-from pyvgf.hal.vulkan.context import DEVICE_LOCAL as DL
-from pyvgf.hal.vulkan.context import HOST_CACHED as CA
-from pyvgf.hal.vulkan.context import HOST_COHERENT as CO
-from pyvgf.hal.vulkan.context import HOST_VISIBLE as HV
-from pyvgf.hal.vulkan.context import is_unified_memory, rank_memory_types
+from pyvgf.hal.vulkan.instance import DEVICE_LOCAL as DL
+from pyvgf.hal.vulkan.instance import HOST_CACHED as CA
+from pyvgf.hal.vulkan.instance import HOST_COHERENT as CO
+from pyvgf.hal.vulkan.instance import HOST_VISIBLE as HV
+from pyvgf.hal.vulkan.instance import is_unified_memory, rank_memory_types
 
 ALL = 0xFFFF
 DISCRETE = [(0, 1), (DL, 0), (HV | CO, 1), (HV | CO | CA, 1), (DL | HV | CO, 0)]
@@ -88,8 +88,8 @@ def test_staged_model_keeps_resources_unmapped(staged):
     source = (resources.files("pyvgf") / "examples" / "tiny_convnet.vgf").read_bytes()
     with pyvgf.load(source, backend="vulkan") as model:
         execution = model._pool[0]
-        assert all(r.vk.memory.mapped is None for r in execution.resources.values())
-        assert all(h.vk.memory.mapped is not None for h in execution.host.values())
+        assert not any(r.mapped for r in execution.resources.values())
+        assert all(h.mapped for h in execution.host.values())
         model.run(_random_inputs(model, 1))
 
 

@@ -8,8 +8,15 @@ import re
 
 import numpy as np
 import pytest
-
-from conftest_vulkan import GraphModel, add_pipeline, bound_session, chained_add, read_vgf, require_vulkan
+from conftest_vulkan import (
+    GraphModel,
+    add_pipeline,
+    bound_session,
+    chained_add,
+    handle_value,
+    read_vgf,
+    require_vulkan,
+)
 
 pytestmark = pytest.mark.vulkan
 
@@ -22,9 +29,6 @@ ALLOWED: dict[str, str] = {
     "VUID-VkPhysicalDeviceFeatures2-pNext-pNext": ARM_STYPE,
     "VUID-VkPhysicalDeviceProperties2-pNext-pNext": ARM_STYPE,
     "VUID-VkWriteDescriptorSet-pNext-pNext": ARM_STYPE,
-    # VkDependencyInfo has no pNext in 1.3.239, so the message cannot name the structure:
-    # pyvgf chains only VkTensorDependencyInfoARM there (CommandBuffer.tensor_barrier)
-    "VUID-VkDependencyInfo-pNext-pNext": r"vkCmdPipelineBarrier2: value of pDependencyInfo->pNext must be NULL",
     # the layer's notice that it does not know the ARM extensions
     "VUID_Undefined": r"Device Extension VK_ARM_(tensors|data_graph) is not supported by this layer",
     # VK_DESCRIPTOR_TYPE_TENSOR_ARM
@@ -56,14 +60,13 @@ class Messages:
     def __call__(self, severity: int, types: int, msg_id: str, text: str) -> None:
         self.all.append((severity, msg_id, text))
 
-    def note_pipelines(self, model: GraphModel) -> None:
-        from pyvgf.hal.vulkan._vk import vk
-        from pyvgf.hal.vulkan.pipelines import DataGraphPipeline
+    def note_pipelines(self, objects) -> None:
+        """Note the handles of the data graph pipelines among `objects`."""
+        from pyvgf.hal.vulkan.pipelines import VulkanDataGraphPipeline
 
-        ffi = vk().ffi
-        for obj in model.objects:
-            if isinstance(obj, DataGraphPipeline):
-                self.graph_pipelines.add(int(ffi.cast("uintptr_t", obj.handle)))
+        for obj in objects:
+            if isinstance(obj, VulkanDataGraphPipeline):
+                self.graph_pipelines.add(handle_value(obj))
 
     def allowed(self, msg_id: str, text: str) -> bool:
         pattern = ALLOWED.get(msg_id)
@@ -92,18 +95,20 @@ def require_validation_layer() -> None:
 @pytest.fixture(scope="module")
 def validated():
     require_validation_layer()
-    from pyvgf.hal.vulkan.context import VulkanContext
+    from pyvgf import hal
 
     messages = Messages()
-    ctx = VulkanContext(validation=True, on_message=messages)
-    yield ctx, messages
-    ctx.destroy()
+    adapter = hal.request_adapter("vulkan", validation=True, on_message=messages)
+    device = adapter.request_device()
+    yield device, messages
+    device.destroy()
+    adapter.destroy()
     assert not messages.unexpected(), "\n".join(messages.unexpected())
 
 
-def _run(ctx, messages, vgf, inputs):
-    model = GraphModel(ctx, vgf)
-    messages.note_pipelines(model)
+def _run(device, messages, vgf, inputs):
+    model = GraphModel(device, vgf)
+    messages.note_pipelines(model.objects)
     try:
         return model.run(inputs)
     finally:
@@ -111,27 +116,27 @@ def _run(ctx, messages, vgf, inputs):
 
 
 def test_add_under_validation(validated, vgf_model):
-    ctx, messages = validated
+    device, messages = validated
     a = np.full((1, 4, 4, 8), 1.5, np.float32)
     b = np.full((1, 4, 4, 8), 2.25, np.float32)
-    (out,) = _run(ctx, messages, read_vgf(vgf_model("add_f32")), [a, b])
+    (out,) = _run(device, messages, read_vgf(vgf_model("add_f32")), [a, b])
     np.testing.assert_array_equal(out, a + b)
     assert not messages.unexpected(), "\n".join(messages.unexpected())
 
 
 def test_graph_constants_under_validation(validated, vgf_model):
-    ctx, messages = validated
+    device, messages = validated
     x = np.ones((1, 8, 8, 4), np.float32)
-    (out,) = _run(ctx, messages, read_vgf(vgf_model("vulkan_conv2d_f32")), [x])
+    (out,) = _run(device, messages, read_vgf(vgf_model("vulkan_conv2d_f32")), [x])
     assert out.shape == (1, 8, 8, 6)
     assert not messages.unexpected(), "\n".join(messages.unexpected())
 
 
-def test_tensor_barrier_under_validation(validated, vgf_model):
-    ctx, messages = validated
+def test_barrier_between_dispatches_under_validation(validated, vgf_model):
+    device, messages = validated
     a = np.full((1, 4, 4, 8), 1.0, np.float32)
     b = np.full((1, 4, 4, 8), 0.5, np.float32)
-    out = chained_add(ctx, read_vgf(vgf_model("add_f32")), a, b, messages.graph_pipelines)
+    out = chained_add(device, read_vgf(vgf_model("add_f32")), a, b, messages.graph_pipelines)
     np.testing.assert_array_equal(out, a + b + b)
     assert not messages.unexpected(), "\n".join(messages.unexpected())
 
@@ -140,14 +145,13 @@ def test_hal_flows_under_validation(vgf_model):
     """The HAL on a validated adapter: graph dispatch, barrier, copies, aliasing, transfers."""
     require_validation_layer()
     from pyvgf import hal
-    from pyvgf.hal.vulkan._vk import vk
 
     messages = Messages()
     adapter = hal.request_adapter("vulkan", validation=True, on_message=messages)
     device = adapter.request_device()
     try:
         pipeline, layout, set_layout = add_pipeline(device, read_vgf(vgf_model("add_f32")))
-        messages.graph_pipelines.add(int(vk().ffi.cast("uintptr_t", pipeline.vk.handle)))
+        messages.graph_pipelines.add(handle_value(pipeline))
         memory = device.allocate_memory(4 * 128 * 4)
         tensors = [device.create_tensor(100, (1, 4, 4, 8), memory=memory, memory_offset=512 * i) for i in range(3)]
         alias = device.create_buffer(512, memory=memory, memory_offset=1024)
@@ -181,17 +185,14 @@ def test_runtime_models_under_validation(name, staged, vgf_model, monkeypatch):
     require_validation_layer()
     from pyvgf import hal, load
     from pyvgf.hal.vulkan import request_adapter
-    from pyvgf.hal.vulkan.backend import VulkanDataGraphPipeline, VulkanDevice
-    from pyvgf.hal.vulkan._vk import vk
+    from pyvgf.hal.vulkan.backend import VulkanDevice
 
     monkeypatch.setattr(VulkanDevice, "prefers_device_local", property(lambda self: staged))
 
     messages = Messages()
     hal.register_backend("vulkan-validated", lambda: request_adapter(validation=True, on_message=messages))
     with load(vgf_model(name), backend="vulkan-validated") as model:
-        for obj in list(model.device._children.values()):
-            if isinstance(obj, VulkanDataGraphPipeline):
-                messages.graph_pipelines.add(int(vk().ffi.cast("uintptr_t", obj.vk.handle)))
+        messages.note_pipelines(model.device._children.values())
         rng = np.random.default_rng(9)
         model.run([rng.standard_normal(i.shape).astype(i.dtype) for i in model.inputs])
     assert not messages.unexpected(), "\n".join(messages.unexpected())
@@ -199,15 +200,15 @@ def test_runtime_models_under_validation(name, staged, vgf_model, monkeypatch):
 
 def test_the_filter_lets_real_errors_through(validated):
     """A real mistake (a buffer of size 0) is reported and not filtered."""
-    ctx, messages = validated
+    device, messages = validated
     from pyvgf.hal.vulkan._vk import vk
 
     mod = vk()
     before = len(messages.all)
     info = mod.VkBufferCreateInfo(size=0, usage=mod.VK_BUFFER_USAGE_STORAGE_BUFFER_BIT)
     info.size = 0
-    buffer = mod.vkCreateBuffer(ctx.device, info, None)
-    mod.vkDestroyBuffer(ctx.device, buffer, None)
+    buffer = mod.vkCreateBuffer(device.handles.device, info, None)
+    mod.vkDestroyBuffer(device.handles.device, buffer, None)
     new = messages.all[before:]
     assert any(i == "VUID-VkBufferCreateInfo-size-00912" for _, i, _ in new), new
     assert all(not messages.allowed(i, t) for _, i, t in new)

@@ -1,13 +1,8 @@
-"""The `vulkan` HAL backend: every HAL object backed by the Vulkan object of the same name.
-
-The HAL (pyvgf/hal/_classes.py) checks arguments and object state; this module turns each hook
-into Vulkan calls through the objects of context.py, tensors.py, pipelines.py and commands.py.
-spec/vulkan-backend.md maps every HAL call to the Vulkan calls it makes.
-
-Threads: the command pool and the queue are externally synchronised in Vulkan, so a command
-encoder records into a Python list and replays it into a VkCommandBuffer in `finish()` under
-the device's lock; `Queue.submit`, a prepared run's vkQueueSubmit and fence bookkeeping hold the
-queue's lock.
+"""The `vulkan` HAL backend: one layer, as wgpu-py's backend is. Each HAL class of
+pyvgf/hal/_classes.py has one subclass here or beside it (tensors.py, pipelines.py, commands.py,
+queries.py) that owns its Vulkan handles and calls the driver itself; the HAL checks arguments
+and object state. This module has the adapter and the device. spec/vulkan-backend.md maps every
+HAL call to the Vulkan calls it makes.
 """
 
 from __future__ import annotations
@@ -15,16 +10,35 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
-from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from ...errors import HalError
 from .. import _classes as hal
-from . import _ffi, commands, pipelines, queries, tensors
-from ._vk import new_struct, vk
-from .context import DeviceReport, MessageSink, VulkanContext, VulkanInstance, is_unified_memory, pick_device
+from . import _ffi, queries, tensors
+from ._vk import call, new_struct, to_arm, vk
+from .commands import VulkanCommandEncoder, VulkanPreparedRun, VulkanQueue, host_view
+from .handles import DeviceHandles
+from .instance import (
+    OPTIONAL_EXTENSIONS,
+    DeviceReport,
+    LiveCounts,
+    MessageSink,
+    VulkanInstance,
+    _FeatureChain,
+    _load_device_functions,
+    is_unified_memory,
+    pick_device,
+    rank_memory_types,
+)
+from .pipelines import (
+    VulkanComputePipeline,
+    VulkanDataGraphPipeline,
+    VulkanDataGraphSession,
+    VulkanDescriptorSet,
+    VulkanDescriptorSetLayout,
+    VulkanPipelineLayout,
+)
+from .tensors import VulkanBuffer, VulkanMemory, VulkanTensor
 
 _DEVICE_TYPES = {0: "other", 1: "integrated-gpu", 2: "discrete-gpu", 3: "virtual-gpu", 4: "cpu"}
 
@@ -89,6 +103,9 @@ class VulkanAdapter(hal.Adapter):
         super().__init__(info, _limits(physical_device), frozenset(report.extensions))
         self.report = report
         self.uses_emulation = instance.uses_emulation
+        self.layers = instance.layers
+        """The instance layers, application side first."""
+        self.physical_device = physical_device
         self._instance = instance
         self._release = weakref.finalize(self, instance.release)
 
@@ -100,30 +117,88 @@ class VulkanAdapter(hal.Adapter):
 
 
 class VulkanDevice(hal.Device):
-    """A VkDevice with one queue and command pool (VulkanContext)."""
+    """A VkDevice with one queue and one command pool. Its raw handles, and the release of
+    every object it made, live in `handles` (DeviceHandles), which its finalizer tears down when
+    it is dropped without destroy()."""
 
     def __init__(self, adapter: VulkanAdapter, shaders, label: str = ""):
-        self.ctx = VulkanContext(instance=adapter._instance, device_index=adapter.report.index)
+        self.live = LiveCounts()
+        """Live Vulkan objects of this device by type (for leak checks)."""
+        self.handles = DeviceHandles(adapter._instance.acquire(), self.live)
         self.lock = threading.Lock()
         """Guards the command pool (vkAllocate/Free/record command buffers)."""
-        self._owned: dict[int, Any] = {}
-        """The Vulkan objects of this device's HAL objects, by id (see `_Backed`)."""
-        self._close = weakref.finalize(self, _teardown, self.ctx, self._owned)
+        self._close = weakref.finalize(self, self.handles.teardown)
         try:
-            self._host_bits = self._host_memory_bits()
-            self._unified = is_unified_memory(self.ctx.memory_types, self._host_bits)
+            self.physical_device = adapter.physical_device
+            self._create_device(adapter.report)
+            props = vk().vkGetPhysicalDeviceMemoryProperties(self.physical_device)
+            self.memory_types = [(props.memoryTypes[i].propertyFlags, props.memoryTypes[i].heapIndex)
+                                 for i in range(props.memoryTypeCount)]
+            """(propertyFlags, heapIndex) of each memory type."""
+            self._host_bits = self._host_memory_bits(adapter.report)
+            self._unified = is_unified_memory(self.memory_types, self._host_bits)
             super().__init__(adapter, shaders, label)
         except BaseException:
             self._close()
             raise
 
-    def _host_memory_bits(self) -> int:
+    def _create_device(self, report: DeviceReport) -> None:
+        """vkCreateDevice with the ARM extensions and features (spec/vulkan-backend.md §2), its
+        queue, command pool and ARM entry points."""
+        mod = vk()
+        h = self.handles
+        exts = report.extensions
+        query = _FeatureChain(_ffi.EXT_REPLICATED_COMPOSITES in exts)
+        mod.vkGetPhysicalDeviceFeatures2(self.physical_device, query.features2)
+        self.replicated_composites = bool(query.replicated and query.replicated.shaderReplicatedComposites)
+        self.tensor_non_packed = bool(query.tensor.tensorNonPacked)
+        chain = _FeatureChain(self.replicated_composites)
+        chain.request_required()
+        chain.tensor.tensorNonPacked = int(self.tensor_non_packed)
+        enable = [_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH] + [e for e in OPTIONAL_EXTENSIONS if e in exts]
+        if not self.replicated_composites and _ffi.EXT_REPLICATED_COMPOSITES in enable:
+            enable.remove(_ffi.EXT_REPLICATED_COMPOSITES)
+        self.enabled_extensions = enable
+        self.queue_family = self._queue_family(report)
+        queue = mod.VkDeviceQueueCreateInfo(queueFamilyIndex=self.queue_family, queueCount=1, pQueuePriorities=[1.0])
+        info = mod.VkDeviceCreateInfo(
+            pNext=mod.ffi.addressof(chain.features2),
+            queueCreateInfoCount=1,
+            pQueueCreateInfos=[queue],
+            enabledExtensionCount=len(enable),
+            ppEnabledExtensionNames=enable,
+        )
+        h.device = call("vkCreateDevice", mod.vkCreateDevice, self.physical_device, info, None)
+        h.live.add("VkDevice", 1)
+        h.arm = to_arm("VkDevice", h.device)
+        h.fn = _load_device_functions(h.device)
+        h.queue = mod.vkGetDeviceQueue(h.device, self.queue_family, 0)
+        pool_info = mod.VkCommandPoolCreateInfo(flags=mod.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                                queueFamilyIndex=self.queue_family)
+        h.pool = call("vkCreateCommandPool", mod.vkCreateCommandPool, h.device, pool_info, None)
+        h.live.add("VkCommandPool", 1)
+
+    def _queue_family(self, report: DeviceReport) -> int:
+        """A family with DATA_GRAPH_BIT_ARM and COMPUTE, else any COMPUTE family."""
+        mod = vk()
+        families = mod.vkGetPhysicalDeviceQueueFamilyProperties(self.physical_device)
+        compute = [i for i, f in enumerate(families) if f.queueFlags & mod.VK_QUEUE_COMPUTE_BIT]
+        graph = [i for i in compute if families[i].queueFlags & _ffi.QUEUE_DATA_GRAPH_BIT_ARM]
+        if graph or compute:
+            return (graph or compute)[0]
+        raise HalError(f"Vulkan device {report.name} has no compute queue")
+
+    def _host_memory_bits(self, report: DeviceReport) -> int:
         """Memory types that every tensor and buffer accepts, so one DeviceMemory can hold
         aliased tensors and buffers alike."""
-        bits = tensors.shared_memory_bits(self.ctx)
-        if not self.ctx.memory_types_for(bits, host_visible=True):
-            raise HalError(f"{self.ctx.report.name} has no host-visible memory type shared by tensors and buffers")
+        bits = tensors.shared_memory_bits(self.handles)
+        if not self.memory_types_for(bits, host_visible=True):
+            raise HalError(f"{report.name} has no host-visible memory type shared by tensors and buffers")
         return bits
+
+    def memory_types_for(self, type_bits: int, *, host_visible: bool) -> list[int]:
+        """Indices of the memory types allowed by `type_bits`, best first (`rank_memory_types`)."""
+        return rank_memory_types(self.memory_types, type_bits, host_visible=host_visible)
 
     @property
     def prefers_device_local(self) -> bool:
@@ -131,8 +206,8 @@ class VulkanDevice(hal.Device):
         return not self._unified
 
     def _destroy(self) -> None:
-        if self.ctx.device is not None:
-            vk().vkDeviceWaitIdle(self.ctx.device)
+        if self.handles.device is not None:
+            vk().vkDeviceWaitIdle(self.handles.device)
         super()._destroy()
         self.queue._release_fences()
         self._close()
@@ -144,17 +219,17 @@ class VulkanDevice(hal.Device):
         return VulkanMemory(self, size, label, device_local)
 
     def _tensor_memory_requirements(self, description):
-        size, alignment, _ = tensors.tensor_memory_requirements(self.ctx, _vk_description(description))
+        size, alignment, _ = tensors.tensor_memory_requirements(self.handles, description)
         return hal.MemoryRequirements(max(size, description.nbytes), alignment)
 
     def _create_tensor(self, description, memory, offset, label, device_local):
-        if description.strides is not None and description.strides != description.packed_strides and not self.ctx.tensor_non_packed:
+        if description.strides is not None and description.strides != description.packed_strides and not self.tensor_non_packed:
             raise HalError(f"tensor {description} has non-packed strides {list(description.strides)}, but "
-                           f"{self.ctx.report.name} lacks the tensorNonPacked feature")
+                           f"{self.adapter.report.name} lacks the tensorNonPacked feature")
         return VulkanTensor(self, description, memory, offset, label, device_local)
 
     def _buffer_memory_requirements(self, size, usage):
-        size_, alignment, _ = tensors.buffer_memory_requirements(self.ctx, size, int(usage))
+        size_, alignment, _ = tensors.buffer_memory_requirements(self.handles, size, int(usage))
         return hal.MemoryRequirements(size_, alignment)
 
     def _create_buffer(self, size, usage, memory, offset, label, device_local):
@@ -183,566 +258,17 @@ class VulkanDevice(hal.Device):
 
     @functools.cached_property
     def timestamp_period(self) -> float | None:
-        clock = queries.timestamp_clock(self.ctx)
+        clock = queries.timestamp_clock(self)
         return None if clock is None else clock[0]
 
     def _create_query_pool(self, count, label):
-        return VulkanQueryPool(self, count, label)
+        return queries.VulkanQueryPool(self, count, label)
 
     def _prepare_run(self, command_buffer, inputs, outputs, label):
-        if all(_host_view(r) is not None for r in (*inputs, *outputs)):
+        if all(host_view(r) is not None for r in (*inputs, *outputs)):
             return VulkanPreparedRun(self, command_buffer, inputs, outputs, label)
         return super()._prepare_run(command_buffer, inputs, outputs, label)
 
     def live_objects(self) -> dict[str, int]:
         """Vulkan objects of this device not yet destroyed, by type (for leak checks)."""
-        return {k: v for k, v in self.ctx.live.items() if v}
-
-
-class _Backed:
-    """A HAL object backed by a Vulkan object `vk` (None until made, so that an object whose
-    construction failed, and which its device still lists, destroys nothing).
-
-    Setting `vk` records the Vulkan object in its device's `owned` table, which holds Vulkan
-    objects only (never HAL objects, so it keeps no device alive): a device dropped without
-    destroy() destroys what is left there, newest first, before the VkDevice (`_teardown`)."""
-
-    _vk: Any = None
-
-    @property
-    def vk(self) -> Any:
-        return self._vk
-
-    @vk.setter
-    def vk(self, value: Any) -> None:
-        owned = self.device._owned  # type: ignore[attr-defined]
-        if self._vk is not None:
-            owned.pop(id(self._vk), None)
-        if value is not None:
-            owned[id(value)] = value
-        self._vk = value
-
-    def _destroy(self) -> None:
-        if self.vk is not None:
-            self.vk.destroy()
-            self.vk = None
-
-
-def _teardown(ctx: VulkanContext, owned: dict[int, Any]) -> None:
-    """Destroy a device's remaining Vulkan objects, newest first, then the device itself."""
-    if ctx.device is not None:
-        vk().vkDeviceWaitIdle(ctx.device)
-        for obj in reversed(list(owned.values())):
-            obj.destroy()
-        owned.clear()
-    ctx.destroy()
-
-
-def _vk_description(d: hal.TensorDescription) -> Any:
-    return tensors.tensor_description(d.format, d.shape, d.strides, usage=int(d.usage), tiling=int(d.tiling))
-
-
-class VulkanMemory(_Backed, hal.DeviceMemory):
-    def __init__(self, device: VulkanDevice, size: int, label: str = "", device_local: bool = False):
-        super().__init__(device, size, label)
-        self.vk = tensors.Memory(device.ctx, size, device._host_bits, device_local=device_local, label=label)
-
-
-class VulkanTensor(_Backed, hal.Tensor):
-    def __init__(self, device: VulkanDevice, description, memory, offset, label="", device_local=False):
-        super().__init__(device, description, memory, offset, label)
-        self.vk = tensors.Tensor(
-            device.ctx,
-            description.format,
-            description.shape,
-            strides=description.strides,
-            usage=int(description.usage),
-            tiling=int(description.tiling),
-            memory=memory.vk if memory is not None else None,
-            offset=offset,
-            with_view=False,
-            device_local=device_local,
-            label=label,
-        )
-
-    def _create_view(self, label):
-        return VulkanTensorView(self, label)
-
-    @property
-    def mapped(self) -> bool:
-        """True when the tensor lives in host-visible (mapped) memory."""
-        return self.vk.memory.mapped is not None
-
-    def array(self) -> np.ndarray:
-        """A writable typed view of the tensor in mapped memory (LINEAR tensors)."""
-        return self.vk.array(self.dtype)
-
-
-class _ViewHandle:
-    """A VkTensorViewARM, as the device's `owned` table holds it."""
-
-    def __init__(self, ctx: VulkanContext, handle: Any):
-        self.ctx, self.handle = ctx, handle
-
-    def destroy(self) -> None:
-        if self.handle is not None and self.ctx.device is not None:
-            tensors.destroy_tensor_view(self.ctx, self.handle)
-        self.handle = None
-
-
-class VulkanTensorView(hal.TensorView):
-    handle: Any = None
-
-    def __init__(self, tensor: VulkanTensor, label=""):
-        super().__init__(tensor, label)
-        self.handle = tensors.create_tensor_view(tensor.device.ctx, tensor.vk)
-        self._owned = _ViewHandle(tensor.device.ctx, self.handle)
-        self.device._owned[id(self._owned)] = self._owned
-
-    def _destroy(self):
-        if self.handle is not None:
-            self.device._owned.pop(id(self._owned), None)
-            self._owned.destroy()
-        self.handle = None
-
-
-class VulkanBuffer(_Backed, hal.Buffer):
-    def __init__(self, device: VulkanDevice, size, usage, memory, offset, label="", device_local=False):
-        super().__init__(device, size, usage, memory, offset, label)
-        self.vk = tensors.Buffer(
-            device.ctx, size, usage=int(usage), memory=memory.vk if memory is not None else None, offset=offset,
-            device_local=device_local, label=label,
-        )
-
-
-class VulkanDescriptorSetLayout(_Backed, hal.DescriptorSetLayout):
-    def __init__(self, device: VulkanDevice, bindings, label=""):
-        super().__init__(device, bindings, label)
-        stage_all = vk().VK_SHADER_STAGE_ALL
-        # Data graph pipelines have no shader stage: their bindings are visible to all stages.
-        self.vk = pipelines.DescriptorSetLayout(
-            device.ctx,
-            [(b.binding, int(b.descriptor_type), stage_all if b.descriptor_type == hal.DescriptorType.TENSOR else int(b.stages)) for b in bindings],
-        )
-
-
-class VulkanPipelineLayout(_Backed, hal.PipelineLayout):
-    def __init__(self, device: VulkanDevice, set_layouts, push_constant_ranges, label=""):
-        super().__init__(device, set_layouts, push_constant_ranges, label)
-        self.vk = pipelines.PipelineLayout(
-            device.ctx,
-            [s.vk for s in set_layouts],
-            [(int(r.stages), r.offset, r.size) for r in push_constant_ranges],
-        )
-
-
-class VulkanDescriptorSet(_Backed, hal.DescriptorSet):
-    def __init__(self, device: VulkanDevice, layout: VulkanDescriptorSetLayout, resources, label=""):
-        super().__init__(device, layout, resources, label)
-        self.vk = pipelines.DescriptorSet(device.ctx, layout.vk)
-        try:
-            for binding, res in resources.items():
-                if isinstance(res, VulkanTensorView):
-                    self.vk.write_view(binding, res.handle)
-                else:
-                    self.vk.write_buffer(binding, res.vk)
-        except BaseException:
-            self.vk.destroy()
-            raise
-
-
-def _graph_resource(r: hal.DataGraphResource) -> pipelines.GraphResource:
-    d = r.description
-    return pipelines.GraphResource(r.descriptor_set, r.binding, d.format, d.shape, d.strides, int(d.usage), int(d.tiling))
-
-
-def _graph_constant(c: hal.GraphConstant) -> pipelines.GraphConstant:
-    d = c.description
-    return pipelines.GraphConstant(c.id, d.format, d.shape, c.data, c.sparsity_dimension, d.strides)
-
-
-class VulkanDataGraphPipeline(_Backed, hal.DataGraphPipeline):
-    def __init__(self, device: VulkanDevice, module, entry_point, layout, resources, constants, label=""):
-        super().__init__(device, module, entry_point, layout, resources, constants, label)
-        self.vk = pipelines.DataGraphPipeline(
-            device.ctx,
-            module.code,
-            entry_point,
-            layout.vk,
-            [_graph_resource(r) for r in resources],
-            [_graph_constant(c) for c in constants],
-            label=self.label,
-        )
-
-
-class VulkanDataGraphSession(_Backed, hal.DataGraphSession):
-    def __init__(self, device: VulkanDevice, pipeline: VulkanDataGraphPipeline, label=""):
-        super().__init__(device, pipeline, label)
-        self.vk = pipelines.DataGraphSession(device.ctx, pipeline.vk)
-        self._requirements = self.vk.requirements()
-        for bind_point, _ in self._requirements:
-            if bind_point not in hal.SessionBindPoint._value2member_map_:
-                raise HalError(f"data graph session of {pipeline} asks for bind point {bind_point}, which pyvgf does not know")
-
-    def _bind_point_requirements(self):
-        return [hal.BindPointRequirement(hal.SessionBindPoint(bp), n) for bp, n in self._requirements]
-
-    def _memory_requirements(self, bind_point, object_index):
-        size, alignment, _ = self.vk.memory_requirements(int(bind_point), object_index)
-        return hal.MemoryRequirements(size, alignment)
-
-    def _bind_memory(self, memory, offset, bind_point, object_index):
-        self.vk.bind(int(bind_point), object_index, memory.vk, offset)
-
-
-class VulkanComputePipeline(_Backed, hal.ComputePipeline):
-    def __init__(self, device: VulkanDevice, module, entry_point, layout, label=""):
-        super().__init__(device, module, entry_point, layout, label)
-        if module.language != "spirv":
-            raise HalError(
-                f"compute module {module.name!r} is {module.language.upper()} source: the vulkan backend runs SPIR-V "
-                "only (compile it to SPIR-V, or run the model on the cpu backend with a Python stand-in)"
-            )
-        self.vk = pipelines.ComputePipeline(device.ctx, module.code, entry_point, layout.vk, label=self.label)
-
-
-Command = Callable[[commands.CommandBuffer], None]
-
-
-class VulkanCommandEncoder(hal.CommandEncoder):
-    """Records into a list; `finish()` replays it into a VkCommandBuffer under the device lock
-    and ends it with a barrier that makes every write visible to the host."""
-
-    def __init__(self, device: VulkanDevice, label=""):
-        super().__init__(device, label)
-        self._commands: list[Command] = []
-        self._timed: list[VulkanQueryPool] = []
-
-    def _bind_pipeline(self, point, pipeline):
-        self._commands.append(lambda cb: cb.bind_pipeline(int(point), pipeline.vk))
-
-    def _bind_descriptor_set(self, point, layout, index, descriptor_set):
-        self._commands.append(lambda cb: cb.bind_set(int(point), layout.vk, index, descriptor_set.vk))
-
-    def _push_constants(self, layout, stages, offset, data):
-        self._commands.append(lambda cb: cb.push_constants(layout.vk, int(stages), offset, data))
-
-    def _dispatch_data_graph(self, session):
-        self._commands.append(lambda cb: cb.dispatch_session(session.vk))
-
-    def _dispatch(self, x, y, z):
-        self._commands.append(lambda cb: cb.dispatch(x, y, z))
-
-    def _copy_tensor(self, src, dst):
-        self._commands.append(lambda cb: cb.copy_tensor(src.vk, dst.vk))
-
-    def _copy_buffer(self, src, dst, src_offset, dst_offset, size):
-        self._commands.append(lambda cb: cb.copy_buffer(src.vk, dst.vk, src_offset, dst_offset, size))
-
-    def _barrier(self):
-        self._commands.append(lambda cb: cb.memory_barrier())
-
-    def _write_timestamp(self, pool, index):
-        if pool not in self._timed:  # each submission starts with the pool's queries reset
-            self._timed.append(pool)
-            self._commands.insert(0, lambda cb: pool.vk.reset(cb.handle))
-        self._commands.append(lambda cb: pool.vk.write(cb.handle, index))
-
-    def _finish(self):
-        device: VulkanDevice = self.device
-        with device.lock:
-            cb = commands.CommandBuffer(device.ctx)
-            try:
-                cb.begin()
-                for command in self._commands:
-                    command(cb)
-                cb.host_barrier()
-                cb.end()
-            except BaseException:
-                cb.destroy()
-                raise
-        self._commands = []
-        return VulkanCommandBuffer(device, cb, self.label)
-
-
-class VulkanQueryPool(_Backed, hal.QueryPool):
-    def __init__(self, device: VulkanDevice, count: int, label=""):
-        super().__init__(device, count, label)
-        self.vk = queries.TimestampPool(device.ctx, count)
-
-    def _results(self):
-        return self.vk.results()
-
-
-class VulkanCommandBuffer(hal.CommandBuffer):
-    def __init__(self, device: VulkanDevice, cb: commands.CommandBuffer, label=""):
-        super().__init__(device, label)
-        self.vk = cb
-        device._owned[id(cb)] = cb
-        self.last: _Submission | None = None
-        """The latest submission of this command buffer (it must finish before the next)."""
-
-    def _destroy(self):
-        if self.last is not None:
-            self.last.wait(None)
-        self.device._owned.pop(id(self.vk), None)
-        with self.device.lock:
-            self.vk.destroy()
-
-
-class _Submission:
-    """One vkQueueSubmit and its VkFence. Every wait on the fence goes through `lock`, so the
-    fence can be recycled by the first wait that sees it signalled."""
-
-    def __init__(self, queue: VulkanQueue, fence: commands.Fence):
-        self.queue = queue
-        self.fence: commands.Fence | None = fence
-        self.lock = threading.Lock()
-        self.done = False
-
-    def wait(self, timeout: float | None) -> bool:
-        with self.lock:
-            if self.done:
-                return True
-            if timeout is not None and timeout <= 0:
-                if not self.fence.signalled():
-                    return False
-            elif not self.fence.wait_for(timeout):
-                return False
-            self.done = True
-            self.queue._retire(self)
-            return True
-
-
-class VulkanFence(hal.Fence):
-    def __init__(self, submission: _Submission):
-        super().__init__("fence")
-        self._submission = submission
-
-    def _wait(self, timeout):
-        return self._submission.wait(timeout)
-
-
-def _host_view(resource: hal.Tensor | hal.Buffer) -> np.ndarray | None:
-    """A writable numpy view of a resource in mapped memory (typed for a LINEAR tensor, bytes
-    for a buffer), or None when the host reaches it only through a staging copy."""
-    if isinstance(resource, VulkanTensor):
-        linear = resource.description.tiling == hal.TensorTiling.LINEAR
-        return resource.array() if linear and resource.mapped else None
-    return resource.vk.array() if resource.vk.memory.mapped is not None else None
-
-
-class VulkanPreparedRun(hal.PreparedRun):
-    """A prepared run whose inputs and outputs all live in mapped memory: persistent numpy views
-    of them, the command buffer's VkSubmitInfo and a fence of its own, made once. A run is one
-    numpy copy per input, vkQueueSubmit, vkWaitForFences, vkResetFences and one numpy copy per
-    output."""
-
-    def __init__(self, device: VulkanDevice, command_buffer, inputs, outputs, label=""):
-        super().__init__(device, command_buffer, inputs, outputs, label)
-        self._writes = [(_host_view(r), isinstance(r, hal.Tensor)) for r in inputs]
-        self._reads = [_host_view(r) for r in outputs]
-        self._buffers = [command_buffer.vk]
-        self._fence = commands.Fence(device.ctx)
-        device._owned[id(self._fence)] = self._fence
-        self._in_flight = False
-        """True from vkQueueSubmit until the fence is reset (a run interrupted between the two
-        leaves it True: the next run, or destroy(), waits first)."""
-        queue: VulkanQueue = device.queue
-        with queue._lock:
-            queue._runs.append(self)
-
-    def _run(self, arrays):
-        queue: VulkanQueue = self.device.queue
-        if queue._pending:
-            queue._finish_submissions()
-        if self._in_flight:
-            self._finish()
-        for (view, is_tensor), data in zip(self._writes, arrays):
-            if is_tensor:
-                view[...] = data
-            else:
-                view[: data.size] = data
-        with queue._lock:
-            commands.submit(self.device.ctx, self._buffers, self._fence)
-        self._in_flight = True
-        self._finish()
-        return [view.copy() for view in self._reads]
-
-    def _finish(self) -> None:
-        self._fence.wait_for(None)
-        self._fence.reset()
-        self._in_flight = False
-
-    def wait_idle(self) -> None:
-        """Return once no run of this PreparedRun is in flight."""
-        with self._lock:
-            if self._in_flight:
-                self._finish()
-
-    def _destroy(self) -> None:
-        queue: VulkanQueue = self.device.queue
-        with queue._lock:
-            queue._runs.remove(self)
-        with self._lock:
-            if self._in_flight and self.device.ctx.device is not None:
-                self._finish()
-            self.device._owned.pop(id(self._fence), None)
-            self._fence.destroy()
-
-
-class VulkanQueue(hal.Queue):
-    """The device's VkQueue. A host read or write first waits for every submission made
-    before it, prepared runs' included (the HAL's synchronous transfer rule)."""
-
-    def __init__(self, device: VulkanDevice):
-        super().__init__(device)
-        self._lock = threading.Lock()
-        self._pending: list[_Submission] = []
-        self._free: list[commands.Fence] = []
-        self._runs: list[VulkanPreparedRun] = []
-
-    def _submit(self, command_buffers):
-        for cb in command_buffers:
-            if cb.last is not None:
-                cb.last.wait(None)
-        ctx = self.device.ctx
-        with self._lock:
-            if self._free:
-                fence = self._free.pop()
-            else:
-                fence = commands.Fence(ctx)
-                self.device._owned[id(fence)] = fence
-            sub = _Submission(self, fence)
-            try:
-                commands.submit(ctx, [cb.vk for cb in command_buffers], fence)
-            except BaseException:
-                self._free.append(fence)
-                raise
-            self._pending.append(sub)
-        for cb in command_buffers:
-            cb.last = sub
-        return VulkanFence(sub)
-
-    def _retire(self, sub: _Submission) -> None:
-        """A submission finished: recycle its fence (called under the submission's lock)."""
-        with self._lock:
-            if sub in self._pending:
-                self._pending.remove(sub)
-            if sub.fence is not None:
-                sub.fence.reset()
-                self._free.append(sub.fence)
-                sub.fence = None
-
-    def _finish_submissions(self) -> None:
-        """Wait for every `submit` made before (prepared runs apart)."""
-        with self._lock:
-            pending = list(self._pending)
-        for sub in pending:
-            sub.wait(None)
-
-    def _finish_earlier_work(self) -> None:
-        self._finish_submissions()
-        with self._lock:
-            runs = list(self._runs)
-        for run in runs:
-            run.wait_idle()
-
-    def _write_tensor(self, tensor, data):
-        self._finish_earlier_work()
-        if tensor.description.tiling == hal.TensorTiling.LINEAR and tensor.mapped:
-            tensor.array()[...] = data
-        else:
-            self._staged_tensor(tensor, data)
-
-    def _read_tensor(self, tensor):
-        self._finish_earlier_work()
-        if tensor.description.tiling == hal.TensorTiling.LINEAR and tensor.mapped:
-            return np.array(tensor.array(), copy=True, order="C")
-        return self._staged_tensor(tensor, None)
-
-    def _staged_tensor(self, tensor: VulkanTensor, data: np.ndarray | None) -> np.ndarray | None:
-        """Host transfer of an OPTIMAL or device-local tensor through a LINEAR staging tensor
-        in host-visible memory and a whole-tensor vkCmdCopyTensorARM: written when `data` is
-        given, else read and returned. (A model run stages through persistent tensors copied
-        in its own command buffer instead: runtime/schedule.py.)"""
-        d = tensor.description
-        usage = int(hal.TensorUsage.TRANSFER_SRC | hal.TensorUsage.TRANSFER_DST)
-        staging = tensors.Tensor(self.device.ctx, d.format, d.shape, usage=usage, with_view=False, label="staging")
-        try:
-            if data is not None:
-                staging.array(d.dtype)[...] = data
-                self._copy_and_wait(lambda cb: cb.copy_tensor(staging, tensor.vk))
-                return None
-            self._copy_and_wait(lambda cb: cb.copy_tensor(tensor.vk, staging))
-            return np.array(staging.array(d.dtype), copy=True, order="C")
-        finally:
-            staging.destroy()
-
-    def _staged_buffer(self, buffer: VulkanBuffer, offset: int, data: np.ndarray | None, size: int) -> np.ndarray | None:
-        """Host transfer of `size` bytes at `offset` of a device-local buffer through a
-        host-visible staging buffer and vkCmdCopyBuffer (written when `data` is given)."""
-        staging = tensors.Buffer(self.device.ctx, size, label="staging")
-        try:
-            if data is not None:
-                staging.array()[...] = data
-                self._copy_and_wait(lambda cb: cb.copy_buffer(staging, buffer.vk, 0, offset, size))
-                return None
-            self._copy_and_wait(lambda cb: cb.copy_buffer(buffer.vk, staging, offset, 0, size))
-            return staging.array().copy()
-        finally:
-            staging.destroy()
-
-    def _copy_and_wait(self, record: Command) -> None:
-        """Record one copy into a one-off command buffer, submit it and wait for it."""
-        device: VulkanDevice = self.device
-        ctx = device.ctx
-        cb = fence = None
-        try:
-            with device.lock:
-                cb = commands.CommandBuffer(ctx)
-                cb.begin()
-                record(cb)
-                cb.memory_barrier()
-                cb.host_barrier()
-                cb.end()
-            fence = commands.Fence(ctx)
-            with self._lock:
-                commands.submit(ctx, [cb], fence)
-            fence.wait()
-        finally:
-            if fence is not None:
-                fence.destroy()
-            if cb is not None:
-                with device.lock:
-                    cb.destroy()
-
-    def _write_buffer(self, buffer, data, offset):
-        self._finish_earlier_work()
-        if buffer.vk.memory.mapped is None:
-            self._staged_buffer(buffer, offset, data, data.size)
-        else:
-            buffer.vk.array()[offset : offset + data.size] = data
-
-    def _read_buffer(self, buffer, offset, size):
-        self._finish_earlier_work()
-        if buffer.vk.memory.mapped is None:
-            return self._staged_buffer(buffer, offset, None, size)
-        return buffer.vk.array()[offset : offset + size].copy()
-
-    def _wait_idle(self):
-        self._finish_earlier_work()
-
-    def _release_fences(self) -> None:
-        """Destroy every VkFence (the device is idle)."""
-        with self._lock:
-            for sub in self._pending:
-                sub.done = True
-                if sub.fence is not None:
-                    self._free.append(sub.fence)
-                    sub.fence = None
-            self._pending = []
-            for fence in self._free:
-                self.device._owned.pop(id(fence), None)
-                fence.destroy()
-            self._free = []
+        return {k: v for k, v in self.live.items() if v}

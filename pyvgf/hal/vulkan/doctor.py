@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 from ...errors import HalError
-from . import _ffi, layers, tensors
-from .context import (
+from . import _ffi, layers
+from .instance import (
     DEVICE_LOCAL,
     HOST_CACHED,
     HOST_COHERENT,
     HOST_VISIBLE,
-    VulkanContext,
     VulkanInstance,
-    is_unified_memory,
     native_arm_extensions,
 )
 
@@ -78,18 +76,26 @@ def diagnose() -> tuple[str, bool]:
         replicated = "yes" if _ffi.EXT_REPLICATED_COMPOSITES in r.extensions else "no"
         lines.append(f"    {_ffi.EXT_REPLICATED_COMPOSITES}: {replicated}")
         lines.append("    status: ready" if r.usable else f"    status: lacks {r.missing_text()}")
+    from .backend import request_adapter
+
     try:
-        ctx = VulkanContext()
+        adapter = request_adapter()
     except HalError as exc:
         lines.append(f"  pyvgf cannot use Vulkan here: {exc}")
         return "\n".join(lines), False
-    mode = "emulated" if ctx.uses_emulation else "native"
-    lines.append(f"  pyvgf uses device {ctx.report.index} ({ctx.report.name}), ARM ML extensions {mode}")
-    for i, (flags, heap) in enumerate(ctx.memory_types):
+    try:
+        device = adapter.request_device()
+    except HalError as exc:
+        adapter.destroy()
+        lines.append(f"  pyvgf cannot use Vulkan here: {exc}")
+        return "\n".join(lines), False
+    mode = "emulated" if adapter.uses_emulation else "native"
+    lines.append(f"  pyvgf uses device {adapter.report.index} ({adapter.report.name}), ARM ML extensions {mode}")
+    for i, (flags, heap) in enumerate(device.memory_types):
         names = "|".join(name for bit, name in _MEMORY_FLAGS if flags & bit) or "-"
         lines.append(f"    memory type {i}: {names} (heap {heap})")
-    unified = is_unified_memory(ctx.memory_types, tensors.shared_memory_bits(ctx))
-    lines.append("    model resources: " + ("host-visible, no staging (unified memory)" if unified else
-                                          "device-local, inputs and outputs through host-visible staging copies"))
-    ctx.destroy()
+    lines.append("    model resources: " + ("device-local, inputs and outputs through host-visible staging copies"
+                                          if device.prefers_device_local else "host-visible, no staging (unified memory)"))
+    device.destroy()
+    adapter.destroy()
     return "\n".join(lines), True

@@ -1,7 +1,6 @@
-"""Vulkan instance, physical device choice and logical device with the ARM ML extensions.
-
-`VulkanContext` owns one VkInstance, one VkDevice with a queue and command pool, the ARM
-function pointers, and a count of every live Vulkan object it created (for leak checks).
+"""The Vulkan instance (layers, validation messages), physical device reports and choice, and
+what device creation and memory placement need: the feature chain, the ARM device entry points,
+the ranking of memory types. The HAL classes that use them are in backend.py and beside it.
 """
 
 from __future__ import annotations
@@ -135,7 +134,7 @@ def _log_message(severity: int, types: int, msg_id: str, text: str) -> None:
     _log.warning("%s", text)
 
 
-def _route_message(severity, types, data, user_data):  # noqa: ANN001 - the debug-utils callback
+def _route_message(severity, types, data, user_data):
     """The one debug-utils callback of the process (the `vulkan` package keeps a single Python
     callback per callback type); `pUserData` says which instance's sink gets the message."""
     mod = vk()
@@ -421,152 +420,6 @@ class VulkanInstance:
         mod.vkDestroyInstance(self.handle, None)
         self.handle = None
         self.live.add("VkInstance", -1)
-
-
-class VulkanContext:
-    """A VkDevice ready for tensors and data graph pipelines, on a VulkanInstance of its own
-    (made from the other arguments) or on `instance`, shared; `device_index` picks the physical
-    device, None the best usable one (discrete GPU first, CPU last)."""
-
-    def __init__(
-        self,
-        *,
-        instance: VulkanInstance | None = None,
-        device_index: int | None = None,
-        emulation: str = "auto",
-        validation: bool = False,
-        on_message: MessageSink | None = None,
-    ):
-        mod = vk()
-        self.live = LiveCounts()
-        self.device = None
-        if instance is None:
-            self.vi = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message, live=self.live)
-        else:
-            self.vi = instance.acquire()
-        self.instance = self.vi.handle
-        self.uses_emulation = self.vi.uses_emulation
-        try:
-            self.physical_device, self.report = self._choose(device_index)
-            self._create_device()
-        except BaseException:
-            self.destroy()
-            raise
-        props = mod.vkGetPhysicalDeviceMemoryProperties(self.physical_device)
-        self.memory_types = [
-            (props.memoryTypes[i].propertyFlags, props.memoryTypes[i].heapIndex)
-            for i in range(props.memoryTypeCount)
-        ]
-
-    def _choose(self, device_index: int | None) -> tuple[Any, DeviceReport]:
-        devices = self.vi.physical_devices()
-        reports = [self.vi.describe(i, pd) for i, pd in enumerate(devices)]
-        index = pick_device(reports, device_index)
-        return devices[index], reports[index]
-
-    # -- logical device ---------------------------------------------------------------------
-
-    def _queue_family(self) -> int:
-        mod = vk()
-        families = mod.vkGetPhysicalDeviceQueueFamilyProperties(self.physical_device)
-        graph = [i for i, f in enumerate(families) if f.queueFlags & _ffi.QUEUE_DATA_GRAPH_BIT_ARM and f.queueFlags & mod.VK_QUEUE_COMPUTE_BIT]
-        compute = [i for i, f in enumerate(families) if f.queueFlags & mod.VK_QUEUE_COMPUTE_BIT]
-        if graph:
-            return graph[0]
-        if compute:
-            return compute[0]
-        raise HalError(f"Vulkan device {self.report.name} has no compute queue")
-
-    def _create_device(self) -> None:
-        mod = vk()
-        exts = self.report.extensions
-        query = _FeatureChain(_ffi.EXT_REPLICATED_COMPOSITES in exts)
-        mod.vkGetPhysicalDeviceFeatures2(self.physical_device, query.features2)
-        self.replicated_composites = bool(query.replicated and query.replicated.shaderReplicatedComposites)
-        self.tensor_non_packed = bool(query.tensor.tensorNonPacked)
-        chain = _FeatureChain(self.replicated_composites)
-        chain.request_required()
-        chain.tensor.tensorNonPacked = int(self.tensor_non_packed)
-        enable = [_ffi.EXT_TENSORS, _ffi.EXT_DATA_GRAPH] + [e for e in OPTIONAL_EXTENSIONS if e in exts]
-        if not self.replicated_composites and _ffi.EXT_REPLICATED_COMPOSITES in enable:
-            enable.remove(_ffi.EXT_REPLICATED_COMPOSITES)
-        self.enabled_extensions = enable
-        self.queue_family = self._queue_family()
-        queue = mod.VkDeviceQueueCreateInfo(
-            queueFamilyIndex=self.queue_family, queueCount=1, pQueuePriorities=[1.0]
-        )
-        info = mod.VkDeviceCreateInfo(
-            pNext=mod.ffi.addressof(chain.features2),
-            queueCreateInfoCount=1,
-            pQueueCreateInfos=[queue],
-            enabledExtensionCount=len(enable),
-            ppEnabledExtensionNames=enable,
-        )
-        self.device = call("vkCreateDevice", mod.vkCreateDevice, self.physical_device, info, None)
-        self.live.add("VkDevice", 1)
-        self.arm_device = to_arm("VkDevice", self.device)
-        self.fn = _load_device_functions(self.device)
-        self.queue = mod.vkGetDeviceQueue(self.device, self.queue_family, 0)
-        pool_info = mod.VkCommandPoolCreateInfo(
-            flags=mod.VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
-            queueFamilyIndex=self.queue_family,
-        )
-        self.command_pool = call("vkCreateCommandPool", mod.vkCreateCommandPool, self.device, pool_info, None)
-        self.live.add("VkCommandPool", 1)
-
-    # -- memory -----------------------------------------------------------------------------
-
-    def memory_types_for(self, type_bits: int, *, host_visible: bool) -> list[int]:
-        """Indices of the memory types allowed by `type_bits`, best first (`rank_memory_types`)."""
-        return rank_memory_types(self.memory_types, type_bits, host_visible=host_visible)
-
-    def allocate(self, size: int, type_bits: int, *, host_visible: bool) -> tuple[Any, int]:
-        """(VkDeviceMemory, memory type index) of `size` bytes; when the preferred
-        (device-local) heap is full, the next allowed type is tried."""
-        mod = vk()
-        candidates = self.memory_types_for(type_bits, host_visible=host_visible)
-        if not candidates:
-            kind = "host-visible coherent " if host_visible else ""
-            raise HalError(f"no {kind}memory type fits the bits {type_bits:#x} on {self.report.name}")
-        failure = None
-        for index in candidates:
-            info = mod.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=index)
-            try:
-                memory = mod.vkAllocateMemory(self.device, info, None)
-            except (mod.VkErrorOutOfDeviceMemory, mod.VkErrorOutOfHostMemory) as exc:
-                failure = exc
-                continue
-            except mod.VkError as exc:
-                raise HalError(f"vkAllocateMemory of {size} bytes failed: {type(exc).__name__}") from exc
-            self.live.add("VkDeviceMemory", 1)
-            return memory, index
-        raise HalError(f"vkAllocateMemory of {size} bytes failed in every allowed memory type: {type(failure).__name__}")
-
-    def free(self, memory: Any) -> None:
-        vk().vkFreeMemory(self.device, memory, None)
-        self.live.add("VkDeviceMemory", -1)
-
-    # -- teardown ---------------------------------------------------------------------------
-
-    def destroy(self) -> None:
-        """Destroy the command pool, device and instance (idempotent)."""
-        mod = vk()
-        if self.device is not None:
-            mod.vkDeviceWaitIdle(self.device)
-            if getattr(self, "command_pool", None) is not None:
-                mod.vkDestroyCommandPool(self.device, self.command_pool, None)
-                self.command_pool = None
-                self.live.add("VkCommandPool", -1)
-            mod.vkDestroyDevice(self.device, None)
-            self.device = None
-            self.live.add("VkDevice", -1)
-        if self.instance is not None:
-            self.vi.release()
-            self.instance = None
-
-    def live_objects(self) -> int:
-        """How many Vulkan objects this context created and has not destroyed."""
-        return sum(self.live.values())
 
 
 DEVICE_LOCAL = 0x1
