@@ -1,6 +1,7 @@
 """Sharing the machine: pyvgf's speed beside other work, and other runtimes' speed beside pyvgf.
 
     python tools/bench/colocation.py --models-dir DIR [--models NAME ...] [--runs N] [--json F]
+    python tools/bench/suite.py --colocation ...    # the same, in the suite's run and its JSON
 
 For each model (NAME.vgf/.npz as `suite.py --export DIR` writes them), in one process, side by
 side in one run, each figure the median of --runs timed runs after a warm-up:
@@ -61,13 +62,10 @@ def _peers(model, work: Path) -> dict[str, Run]:
     return peers
 
 
-def measure(name: str, folder: Path, runs: int, rounds: int) -> dict[str, float]:
-    """Median seconds of each mode (see the module doc) for one model."""
-    from suite import load_exported
-
+def measure(model, runs: int, rounds: int) -> dict[str, float]:
+    """Median seconds of each mode (see the module doc) for one model (suite.BenchModel)."""
     import pyvgf
 
-    model = load_exported(name, folder)
     loaded = pyvgf.load(model.vgf)
     ours: Run = lambda: loaded.run(model.inputs)
     with tempfile.TemporaryDirectory() as tmp:
@@ -108,6 +106,18 @@ def ratios(medians: dict[str, float]) -> list[tuple[str, float, str]]:
     return rows
 
 
+def measured(model, runs: int, rounds: int) -> dict:
+    """`measure` and `ratios` of one model, printed; as JSON."""
+    medians = measure(model, runs, rounds)
+    rows = ratios(medians)
+    for mode, value in medians.items():
+        print(f"  {mode:32s} {value * 1e3:8.2f} ms")
+    for what, ratio, target in rows:
+        print(f"  {what:48s} {ratio:5.2f}x  (target {target})")
+    return {"median_ms": {k: v * 1e3 for k, v in medians.items()},
+            "ratios": {what: ratio for what, ratio, _ in rows}}
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--models-dir", type=Path, required=True,
@@ -118,16 +128,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", type=Path, help="write the medians and ratios as JSON")
     args = p.parse_args(argv)
     report = {}
+    from suite import load_exported
+
     for name in args.models:
-        medians = measure(name, args.models_dir, args.runs, args.rounds)
-        rows = ratios(medians)
-        report[name] = {"median_ms": {k: v * 1e3 for k, v in medians.items()},
-                        "ratios": {what: ratio for what, ratio, _ in rows}}
         print(name)
-        for mode, value in medians.items():
-            print(f"  {mode:32s} {value * 1e3:8.2f} ms")
-        for what, ratio, target in rows:
-            print(f"  {what:48s} {ratio:5.2f}x  (target {target})")
+        report[name] = measured(load_exported(name, args.models_dir), args.runs, args.rounds)
     if args.json:
         args.json.write_text(json.dumps(report, indent=1))
     return 0

@@ -80,6 +80,9 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--export", type=Path, metavar="DIR", help="write NAME.vgf/.tosa/.npz into DIR and exit")
     p.add_argument("--json", type=Path, metavar="FILE", help="write every measurement as JSON")
     p.add_argument("--markdown", type=Path, metavar="FILE", help="write the tables as Markdown")
+    p.add_argument("--colocation", action="store_true",
+                   help="also time pyvgf beside a busy process and alternating with onnxruntime and "
+                        "torch in this process, each against its speed alone (colocation.py)")
     return p.parse_args(argv)
 
 
@@ -619,6 +622,11 @@ def main(argv: list[str] | None = None) -> int:
             work = Path(tmp) / name
             work.mkdir()
             results[name] = run_model(model, args, work)
+            if args.colocation:
+                from colocation import measured
+
+                print("  sharing the machine (colocation.py)")
+                results[name]["colocation"] = measured(model, args.repeat, args.rounds)
     if args.export:
         return 0
     rows = ratios(results)
