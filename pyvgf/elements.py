@@ -161,6 +161,15 @@ def raw_view(array: np.ndarray) -> np.ndarray:
         return array
 
 
+def canonical(array: np.ndarray) -> np.ndarray:
+    """`array` with bool elements as numpy's 0 / 1 bytes: a bool tensor's memory (a file's
+    constant, Vulkan's R8_BOOL_ARM) may hold any non-zero byte for true, and numpy's logical
+    reductions on such bytes give them back unchanged. Other arrays are returned as they are."""
+    if array.dtype != np.bool_:
+        return array
+    return array.view(np.uint8).astype(np.bool_)
+
+
 def format_name(vk_format: int) -> str:
     """The VkFormat's Vulkan name (VK_FORMAT_...), or its number when vk.xml has none."""
     return vknames.FORMAT.get(int(vk_format), str(vk_format))

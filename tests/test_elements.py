@@ -79,3 +79,11 @@ def test_unknown_lookups_raise_key_error():
     with pytest.raises(KeyError):
         by_dtype(np.complex64)
     assert not format_carries(12345, np.dtype(np.int8))
+
+
+def test_canonical_bools_are_zero_or_one_bytes():
+    raw = np.array([255, 0, 1, 7], np.uint8).view(np.bool_)
+    fixed = elements.canonical(raw)
+    assert fixed.view(np.uint8).tolist() == [1, 0, 1, 1]
+    ints = np.arange(3, dtype=np.int8)
+    assert elements.canonical(ints) is ints

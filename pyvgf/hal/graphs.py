@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
+from ..elements import canonical
 from ..errors import HalError
 from ._classes import binds, graph_views
 
@@ -63,5 +64,5 @@ def plan_graph(module, entry_point: str, resources: Sequence, constants: Sequenc
         if not binds(c.description, ttype):
             raise HalError(f"graph constant {gid} of {label!r} is {ttype}, given {c.description}")
         if plan is None:  # seen as the graph's type: a rank-0 constant, or the other signedness
-            arrays[gid] = constant_array(c).view(ttype.dtype).reshape(ttype.shape)
+            arrays[gid] = canonical(constant_array(c).view(ttype.dtype).reshape(ttype.shape))
     return (make or planner("reference"))(graph, arrays) if plan is None else plan

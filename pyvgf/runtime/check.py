@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..elements import format_carries
+from ..elements import canonical, format_carries
 from ..errors import SpirvError, TosaError, VGFError, VGFFormatError
 from ..format.model import (
     NO_INDEX,
@@ -167,7 +167,7 @@ def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, make_plan
             raise VGFFormatError(f"graph constant {gid} is {ttype}, but constant {index} is "
                                  f"{_show(resource.format, resource.shape)}", section="constants")
         try:  # seen as the graph's type: a rank-0 constant, or integers of the other signedness
-            arrays[gid] = vgf.constant_array(index).view(ttype.dtype).reshape(ttype.shape)
+            arrays[gid] = canonical(vgf.constant_array(index).view(ttype.dtype).reshape(ttype.shape))
         except ValueError as exc:
             raise VGFFormatError(str(exc), section="constants") from None
     return make_plan(graph, arrays)
