@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from .. import hal
-from ..elements import format_carries
+from ..elements import canonical, format_carries
 from ..errors import HalError, ModelInputError, VGFFormatError
 from ..format.model import VGF, BindingSlot, Format, numpy_dtype
 from ..hal.cpu import executor as cpu_executor
@@ -86,6 +86,8 @@ class Model:
         self._scalar_outputs = [k for k, (m, info) in enumerate(zip(output_mrt, self.outputs))
                                 if self._schedule.is_tensor[m] and info.shape == ()]
         """Rank-0 tensor outputs: one-element tensors in Vulkan, returned as 0-d arrays."""
+        self._bool_outputs = [k for k, info in enumerate(self.outputs) if info.dtype == np.bool_]
+        """Bool outputs: a device may write any non-zero byte for true; returned as 0 / 1."""
         self._pool: list[Execution] = [self._schedule.execution()]
         self._lock = threading.Lock()
         self._release = weakref.finalize(self, _release, device)
@@ -118,6 +120,8 @@ class Model:
             outputs[k] = outputs[k].view(info.dtype).reshape(info.shape)
         for k in self._scalar_outputs:
             outputs[k] = outputs[k].reshape(())
+        for k in self._bool_outputs:
+            outputs[k] = canonical(outputs[k])
         return outputs
 
     def __call__(self, inputs: Inputs) -> list[np.ndarray]:
