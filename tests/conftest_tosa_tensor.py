@@ -21,25 +21,20 @@ from references import tosa_reference
 
 from conftest_tosa import assert_executors_agree, fast_form
 
+from pyvgf.elements import by_dtype
 from pyvgf.tosa import OPS
 from pyvgf.types import TensorType
 
-_MLIR_TYPES = {
-    np.dtype(np.int8): "i8",
-    np.dtype(np.int16): "i16",
-    np.dtype(np.int32): "i32",
-    np.dtype(np.int64): "i48",
-    np.dtype(ml_dtypes.int4): "i4",
-    np.dtype(np.float16): "f16",
-    np.dtype(np.float32): "f32",
-    np.dtype(ml_dtypes.bfloat16): "bf16",
-    np.dtype(ml_dtypes.float8_e4m3fn): "f8E4M3FN",
-    np.dtype(ml_dtypes.float8_e5m2): "f8E5M2",
-}
+def _mlir(dtype: np.dtype) -> str:
+    """The MLIR element type: int64 arrays hold int48 here, int4 is ml_dtypes' (not a VGF type)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.int64:
+        return "i48"
+    return "i4" if dtype == np.dtype(ml_dtypes.int4) else by_dtype(dtype).mlir
 
 
 def tensor_type(shape: tuple[int, ...], dtype: np.dtype) -> str:
-    return f"tensor<{''.join(f'{d}x' for d in shape)}{_MLIR_TYPES[np.dtype(dtype)]}>"
+    return f"tensor<{''.join(f'{d}x' for d in shape)}{_mlir(dtype)}>"
 
 
 def _literal(array: np.ndarray) -> str:
