@@ -191,6 +191,7 @@ class Schedule:
         modules: dict[int, hal.ShaderModule] = {}
         self.segments = [self._plan_segment(n, seg, sets, modules)
                          for (n, seg), sets in zip(enumerate(seq.segments), bindings)]
+        self.plans = {}  # the pipelines hold what they run (the cpu one its plan, vulkan's nothing of it)
 
     def _use(self, index: int) -> None:
         res = self.vgf.resources[index]
