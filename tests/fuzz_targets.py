@@ -15,4 +15,4 @@ def parse_int(data: bytes) -> None:
 
 
 def sleep(data: bytes) -> None:
-    time.sleep(5)
+    time.sleep(60)

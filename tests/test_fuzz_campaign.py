@@ -69,8 +69,9 @@ def test_escapes_and_hangs_are_failures(tmp_path, test_targets):
     report = fuzz.campaign("parse_int", [b"12", b"x"], 4, out=tmp_path)
     assert report.counts == {"ok": 2, "escape": 2}
     assert "ValueError" in report.failures[0].with_suffix(".txt").read_text()
-    report = fuzz.campaign("sleep", [b""], 1, out=tmp_path, timeout=0.5)
+    report = fuzz.campaign("sleep", [b""], 1, out=tmp_path, timeout=0.5)  # no CPU: 10 x 0.5 s of wall time
     assert report.counts == {"hang": 1}
+    assert "wall time" in report.failures[-1].with_suffix(".txt").read_text()
 
 
 def test_cases_are_reproducible():

@@ -162,8 +162,7 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=1, help="workers per target, run at once")
     p.add_argument("--out", type=Path, default=Path("fuzz-out"), help="where reproducers go")
     p.add_argument("--timeout", type=float, default=300.0,
-                   help="seconds a case may take before it is a hang (default 300: a real model on lavapipe "
-                        "through the emulation layer takes tens of seconds on a loaded 2-core machine)")
+                   help="CPU seconds a case may take (or 10 times as long in wall time) before it is a hang")
     p.add_argument("--memory-limit-mb", type=int, default=8192, help="each worker's address space (0: none)")
     p.add_argument("--replay", type=Path, help="run this reproducer in the foreground, traceback and all")
     p.add_argument("--json", type=Path, help="also write the figures here")

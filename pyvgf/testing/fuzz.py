@@ -55,6 +55,9 @@ _INTERESTING32 = (0, 1, 2, 3, 4, 7, 8, 0xFF, 0x100, 0xFFFF, 0x10000, 0x7FFFFFFF,
                   0xFFFFFFFF)
 _INTERESTING64 = (0, 1, 2**31, 2**32, 2**63 - 1, 2**64 - 1)
 _STARTUP_S = 600.0
+_WALL_FACTOR = 10
+"""A case is a hang after `timeout` seconds of the worker's CPU time, or this many times as
+long in wall time (a deadlock uses no CPU)."""
 
 
 # -- mutators ------------------------------------------------------------------------------------
@@ -384,13 +387,28 @@ class _Worker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return self._died()
-        line = self._line(timeout)
-        if line is not None:
-            return json.loads(line)
-        if self.eof:
-            return self._died()
-        self.kill()
-        return {"status": "hang", "error": f"no answer within {timeout} s", "seconds": timeout, "rss": 0}
+        start, cpu = time.monotonic(), self._cpu()
+        while True:
+            line = self._line(1.0)
+            if line is not None:
+                return json.loads(line)
+            if self.eof:
+                return self._died()
+            used, wall = self._cpu() - cpu, time.monotonic() - start
+            if used > timeout or wall > _WALL_FACTOR * timeout:
+                self.kill()
+                return {"status": "hang", "error": f"no answer after {used:.0f} s of CPU time, {wall:.0f} s of "
+                                                   f"wall time", "seconds": wall, "rss": 0}
+
+    def _cpu(self) -> float:
+        """The worker's CPU seconds so far (its threads', the driver's included); on a machine
+        shared with other work a slow case is not a hang. Wall seconds where /proc is missing."""
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, ValueError, IndexError):
+            return time.monotonic()
 
     def _died(self) -> dict:
         code = self.proc.wait()
@@ -454,7 +472,9 @@ def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0
              progress: Callable[[Report], None] | None = None, stop: threading.Event | None = None) -> Report:
     """Run cases `start` .. `start + cases - 1` of target `name` over `seeds` in a worker process.
 
-    A worker answers up to `restart_every` cases, and is started again after each failure.
+    A worker answers up to `restart_every` cases, and is started again after each failure. A
+    case that takes more than `timeout` seconds of the worker's CPU time (or 10 times as long
+    in wall time) is a hang.
     `memory_limit` caps each worker's address space (bytes; 0: none), so that an allocation a
     file should never cause becomes a MemoryError (an escape) and not the machine's trouble.
     Reproducers go to `out` (when given). Setting `stop` ends the campaign after the case in
