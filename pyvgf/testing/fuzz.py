@@ -496,7 +496,7 @@ def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0
             if worker is None or answered >= restart_every:
                 if worker is not None:
                     worker.close()
-                worker, answered = _Worker(target, memory_limit), 0
+                worker, answered = _start(target, memory_limit), 0
             answer = worker.ask(data, timeout)
             answered += 1
             status = answer["status"]
@@ -518,6 +518,17 @@ def campaign(name: str, seeds: Sequence[bytes | Path], cases: int, seed: int = 0
         if worker is not None:
             worker.close()
     return report
+
+
+def _start(target: Target, memory_limit: int, attempts: int = 3) -> _Worker:
+    """A worker that said it is ready; a start that fails (a busy machine) is tried again."""
+    for _ in range(attempts - 1):
+        worker = _Worker(target, memory_limit)
+        if worker.ready is not None:
+            return worker
+        worker.kill()
+        worker.close()
+    return _Worker(target, memory_limit)  # its ask() raises, with its stderr, if it failed too
 
 
 def _save(out: Path, name: str, seed: int, index: int, data: bytes, answer: dict) -> Path:
