@@ -129,7 +129,26 @@ def _bad_graph_constant_shape():
     return write(vgf), "graph constant"
 
 
+def _array_operand():
+    """A RESCALE whose input_zp is an OpConstantNull of the array type tensor shapes use (the
+    emulation layer took it and crashed: found by the fuzzing campaign, load-vulkan-7-1569)."""
+    g = Graph()
+    a = g.input("int32", (2, 3))
+    g.output(g.op("RESCALE", input=a, multiplier=np.array([1 << 30], np.int32), shift=np.array([31], np.int8),
+                  input_zp=np.zeros(1, np.int32), output_zp=np.array([-2], np.int8), scale32=True,
+                  rounding_mode="SINGLE_ROUND", per_channel=False, input_unsigned=False, output_unsigned=False,
+                  result=("int8", (2, 3))))
+    words = [int(w) for w in g.to_spirv()]
+    module = decode(words)
+    null = next(i for i in module.instructions if i.opname == "OpConstantNull")
+    ones = {c.result for c in module.instructions if c.opname == "OpConstant" and c.operands[0].value == 1}
+    array = next(i for i in module.instructions if i.opname == "OpTypeArray" and i.operands[1].value in ones)
+    words[null.offset + 1] = array.result
+    return with_words(g, words), "OpTypeArray constant, not a tensor"
+
+
 CASES = {
+    "array-typed operand": _array_operand,
     "op reads its own result": _own_result,
     "no entry point": _no_entry_point,
     "too many operands": _too_many_operands,

@@ -107,6 +107,8 @@ class Declarations:
         """Bytes of constant data composites may still make concrete (nulls and replicated
         composites stay lazy broadcasts)."""
         self._constant_ids: dict[int, GraphConstantDecl] = {}
+        self.arrays: set[int] = set()
+        """Constants of OpTypeArray type: tensor shapes, never an operator's operand."""
         self.types: dict[int, Type] = {}
         self.constants: dict[int, np.ndarray | Bits | Opaque] = {}
         self.graph_constants: dict[int, GraphConstantDecl] = {}
@@ -282,6 +284,7 @@ class Declarations:
         if isinstance(t, TensorType):
             return t.dtype, t.shape
         if isinstance(t, Array) and isinstance(t.element, np.dtype):
+            self.arrays.add(inst.result)
             return t.element, (t.length,)
         if isinstance(t, np.dtype) and inst.opname == "OpConstantNull":
             return t, ()

@@ -242,6 +242,9 @@ class _Body:
             return GraphConstant(vid, gc.constant_id, gc.type)
         c = self.decls.lookup(vid)
         if isinstance(c, np.ndarray):
+            if vid in self.decls.arrays:  # TOSA.001000.1 takes tensors and scalars only
+                raise SpirvError(f"{inst.opname}: operand {what} %{vid} is an OpTypeArray constant, not a tensor "
+                                 "or scalar", word=inst.offset)
             return Const(vid, _python(c))
         if c is not None:
             raise SpirvError(f"{inst.opname}: operand {what} %{vid} is an {c.what}, which pyvgf does not evaluate", word=inst.offset)
