@@ -32,6 +32,7 @@ def _int8_input(model, seed=0):
     return np.random.default_rng(seed).integers(-128, 128, info.shape).astype(np.int8)
 
 
+@pytest.mark.fast
 def test_capture_keeps_the_values_fusion_never_makes():
     """interpreter_fuse_f32 (model-converter) runs as fused steps; a capture still has each
     convolution's result before its CLAMP, and equals running that convolution alone."""
@@ -138,6 +139,7 @@ def _check_trace(trace: dict) -> list[dict]:
     return complete
 
 
+@pytest.mark.fast  # the profile names a fused step
 def test_run_cli_dumps_profiles_and_traces(tmp_path, capsys):
     model = str(fixtures.model("interpreter_fuse_i8"))
     trace = tmp_path / "run.json"
