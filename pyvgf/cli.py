@@ -275,7 +275,7 @@ def _positive(text: str) -> int:
 def _bisect(args: argparse.Namespace) -> int:
     """Exit 0 when the backends agree, 1 with the first operator they disagree on."""
     from . import load
-    from .testing.bisect import bisect
+    from .testing.bisection import bisect
 
     with load(args.model) as model:
         inputs = _inputs(args, model)

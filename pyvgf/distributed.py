@@ -344,7 +344,7 @@ def _bisect(model: bytes, inputs: list[np.ndarray], backends: Sequence[Backend])
     """`pyvgf.testing.bisect` of the reference against each other backend in turn: the first
     operator a pair disagrees on, as text, and the files of its one-operator reproducer (None
     when no pair disagrees on the outputs, e.g. when a backend raised)."""
-    from .testing.bisect import bisect
+    from .testing.bisection import bisect
 
     pair = [b if isinstance(b, str) and ":" not in b else _resolve(b) for b in backends]
     with tempfile.TemporaryDirectory(prefix="pyvgf-bisect-") as tmp:

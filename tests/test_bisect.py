@@ -5,6 +5,8 @@ against the cpu and the vulkan backends."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import numpy as np
@@ -126,3 +128,11 @@ def test_a_backend_that_fails_on_an_operator_is_caught_there(tmp_path):
     assert np.isnan(culprit.max_error)
     files = {p.name for p in culprit.reproducer.iterdir()}
     assert {"output_0.cpu.npy", "error.no_abs.txt", "op.vgf"} <= files
+
+
+def test_the_function_survives_an_import_of_its_module():
+    """`pyvgf.testing.bisect` stays the function after its module is imported (as `pyvgf bisect`
+    and pyvgf.distributed import it): the module's name is not the function's."""
+    code = ("import pyvgf.testing.bisection, pyvgf.testing as t; from pyvgf.testing import bisect; "
+            "assert callable(bisect) and t.bisect is bisect, bisect")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -12,15 +12,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .bisect import Culprit, bisect
+    from .bisection import Culprit, bisect
     from .case import Domain, GraphCase
     from .compare import assert_backends_agree, tolerance
     from .reference import reference_run
     from .strategies import FAMILIES, graphs, ops, tensors
 
 _MODULE_OF = {
-    "Culprit": "bisect",
-    "bisect": "bisect",
+    "Culprit": "bisection",
+    "bisect": "bisection",
     "Domain": "case",
     "GraphCase": "case",
     "assert_backends_agree": "compare",
