@@ -41,6 +41,7 @@ def _cycles(vgf, models: int, devices: int) -> tuple[float, float]:
         if i == 1:
             start = rss_mib()
         adapter = hal.request_adapter("vulkan")
+        users = adapter._instance.users
         device = adapter.request_device()
         model = GraphModel(device, vgf)
         model.run([x])
@@ -48,7 +49,8 @@ def _cycles(vgf, models: int, devices: int) -> tuple[float, float]:
         device.destroy()
         adapter.destroy()
         assert device.live_objects() == {}, device.live_objects()
-        assert adapter._instance.handle is None
+        assert adapter._instance.users == users - 1, "the adapter or device still holds the VkInstance"
+        assert adapter._instance.handle is not None, "the process's shared VkInstance was destroyed"
     return model_growth, rss_mib() - start
 
 
@@ -76,12 +78,15 @@ def test_many_cycles_leave_nothing(conv_vgf):
 
 def _load_cycles(path, cycles: int) -> float:
     """RSS growth (MiB) over `cycles` pyvgf.load/run/close cycles on vulkan, after one warm-up;
-    every cycle must leave no Vulkan object and no instance alive."""
+    every cycle must leave no Vulkan object alive and no user on the process's one VkInstance
+    (made once: some drivers refuse a process's later instances)."""
     import gc
 
     from pyvgf import load
 
     start = 0.0
+    instances = []
+    users = None
     for i in range(1 + cycles):
         if i == 1:
             start = rss_mib()
@@ -92,7 +97,10 @@ def _load_cycles(path, cycles: int) -> float:
         assert device.live_objects() == {}, device.live_objects()
         del model
         gc.collect()
-        assert instance.handle is None, "the VkInstance outlived its adapter and device"
+        instances.append(instance)
+        users = instance.users if users is None else users
+        assert instance.users == users, "a closed model still holds the VkInstance"
+    assert all(x is instances[0] for x in instances), "each load made a VkInstance of its own"
     return rss_mib() - start
 
 
@@ -106,3 +114,24 @@ def test_many_load_run_close_cycles_leave_nothing(vgf_model):
     require_vulkan()
     growth = _load_cycles(vgf_model("vulkan_conv2d_f32"), cycles=1000)
     assert growth < 24, f"{growth:.1f} MiB over 1000 load/run/close cycles"
+
+
+def test_adapters_share_the_process_instance():
+    """Adapters of the same options share one VkInstance, which outlives them; one with its
+    own message sink has its own, destroyed with it."""
+    require_vulkan()
+    from pyvgf import hal
+
+    first, second = hal.request_adapter("vulkan"), hal.request_adapter("vulkan")
+    shared = first._instance
+    try:
+        assert second._instance is shared
+        own = hal.request_adapter("vulkan", on_message=lambda *message: None)
+        assert own._instance is not shared
+        own.destroy()
+        assert own._instance.handle is None
+    finally:
+        first.destroy()
+        second.destroy()
+    assert shared.handle is not None
+    assert hal.request_adapter("vulkan")._instance is shared

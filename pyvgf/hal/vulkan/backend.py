@@ -29,6 +29,7 @@ from .instance import (
     is_unified_memory,
     pick_device,
     rank_memory_types,
+    shared_instance,
 )
 from .pipelines import (
     VulkanComputePipeline,
@@ -53,8 +54,14 @@ def request_adapter(
     """The Vulkan adapter: the best usable physical device (or `device_index`), with Arm's
     emulation layer stacked when the driver lacks VK_ARM_tensors / VK_ARM_data_graph
     (`emulation` "auto", "always" or "never"). `validation` adds VK_LAYER_KHRONOS_validation and
-    sends its messages to `on_message(severity, types, message_id, text)`."""
-    instance = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message)
+    sends its messages to `on_message(severity, types, message_id, text)`.
+
+    Adapters share the process's instance for their options (`shared_instance`); one with its
+    own `on_message` has an instance of its own, destroyed with its last device."""
+    if on_message is None:
+        instance = shared_instance(emulation=emulation, validation=validation)
+    else:
+        instance = VulkanInstance(emulation=emulation, validation=validation, on_message=on_message)
     try:
         devices = instance.physical_devices()
         reports = [instance.describe(i, pd) for i, pd in enumerate(devices)]

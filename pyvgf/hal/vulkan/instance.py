@@ -5,6 +5,7 @@ the ranking of memory types. The HAL classes that use them are in backend.py and
 
 from __future__ import annotations
 
+import atexit
 import functools
 import itertools
 import logging
@@ -393,6 +394,11 @@ class VulkanInstance:
             device_type_code=p.deviceType,
         )
 
+    @property
+    def users(self) -> int:
+        """How many users (adapters, devices, the process's share) hold the instance."""
+        return self._users
+
     def acquire(self) -> VulkanInstance:
         """One more user (an adapter, a device): destroy() takes effect after the last one."""
         if self.handle is None:
@@ -420,6 +426,28 @@ class VulkanInstance:
         mod.vkDestroyInstance(self.handle, None)
         self.handle = None
         self.live.add("VkInstance", -1)
+
+
+_shared: dict[tuple[str, bool], VulkanInstance] = {}
+_shared_lock = threading.Lock()
+
+
+def shared_instance(*, emulation: str = "auto", validation: bool = False) -> VulkanInstance:
+    """The process's VulkanInstance for these options, acquired for one more user.
+
+    It is made at its first use and kept until the process exits, whatever its users do: some
+    drivers refuse a process's later vkCreateInstance calls after a few dozen (NVIDIA 580
+    refuses about the 30th, even when every earlier instance was destroyed), so every adapter
+    of a process draws on one instance per option set, as an application keeps one instance.
+    """
+    key = (emulation, validation)
+    with _shared_lock:
+        instance = _shared.get(key)
+        if instance is None or instance.handle is None:
+            instance = VulkanInstance(emulation=emulation, validation=validation)
+            _shared[key] = instance
+            atexit.register(instance.release)
+        return instance.acquire()
 
 
 DEVICE_LOCAL = 0x1
