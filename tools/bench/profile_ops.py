@@ -1,12 +1,19 @@
 """Where pyvgf cpu spends a model's run: wall time per planned step, by operator.
 
     python tools/bench/profile_ops.py mobilenet_v2_fp32 [--runs 20] [--threads 1] [--models-dir DIR]
+    python tools/bench/profile_ops.py mobilenet_v2_int8 --onnxruntime   # beside onnxruntime's own profile
 
 Every registered operator function is wrapped in a timer before the model is planned, so each
 step of the plan is timed as it runs. A step with fused band-wise ops (see
 pyvgf/tosa/interpreter.py) is listed as its chain, e.g. "CONV2D + CLAMP": their time is one.
 Prints, per operator or chain, the time per run, its share and the steps per run, then the
 interpreter's own time around them (the run's wall time less the steps').
+
+With --onnxruntime, the same network's onnxruntime twin (tools/bench/onnx_twins.py: fp32, or
+its static QDQ int8 model for an int8 VGF) runs with onnxruntime's own profiler on as many
+threads, and both profiles are summed by kind of work (pointwise, depthwise and other
+convolutions told apart by their weights' shapes, matrix products, then operators by name), so
+the table says which kind of work makes up the difference between the two runtimes.
 """
 
 from __future__ import annotations
@@ -14,6 +21,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import sys
 import time
 from collections import Counter, defaultdict
@@ -21,9 +29,81 @@ from collections.abc import Callable
 from pathlib import Path
 
 
+def _kind(op: str, weight: object) -> str:
+    """The kind of work of a TOSA op given its weight (CONV2D: OHWI; DEPTHWISE_CONV2D: HWCM)."""
+    shape = getattr(weight, "shape", None)
+    if op == "DEPTHWISE_CONV2D":
+        return "depthwise convolution"
+    if op == "CONV2D" and shape is not None:
+        return "pointwise convolution" if shape[1] == shape[2] == 1 else "other convolution"
+    if op in ("MATMUL", "FULLY_CONNECTED"):
+        return "matrix product"
+    return op.lower()
+
+
+def _conv_weights(path: Path) -> dict[str, list[int]]:
+    """Each Conv node's weight shape (OIHW) in an ONNX model, through a DequantizeLinear in a
+    QDQ model."""
+    import onnx
+
+    graph = onnx.load(str(path)).graph
+    dims = {i.name: list(i.dims) for i in graph.initializer}
+    dequantized = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "DequantizeLinear"}
+    return {n.name: dims[dequantized.get(n.input[1], n.input[1])]
+            for n in graph.node if n.op_type == "Conv"}
+
+
+def _onnx_kind(op: str, node: str, weights: dict[str, list[int]]) -> str:
+    """The kind of work of an onnxruntime node, from its op type and, for a convolution (its
+    name is the model's Conv node's, with a `_token_N` suffix where onnxruntime fused it), the
+    weight shape of that node."""
+    if op in ("Conv", "FusedConv", "QLinearConv", "NhwcFusedConv"):
+        w = weights.get(re.sub(r"_token_\d+$", "", node))
+        if w is None:
+            return "other convolution"
+        if w[1] == 1:
+            return "depthwise convolution"
+        return "pointwise convolution" if w[2:] == [1, 1] else "other convolution"
+    if op in ("MatMul", "Gemm", "FusedMatMul", "QLinearMatMul", "MatMulInteger", "FusedGemm"):
+        return "matrix product"
+    return op.lower()
+
+
+def onnxruntime_profile(model: object, runs: int, threads: int) -> tuple[float, defaultdict[str, float]]:
+    """onnxruntime's mean run time and its kernels' time per run by kind of work, from its own
+    profiler (the first run, a warm-up, left out)."""
+    import json
+    import tempfile
+
+    import onnxruntime as ort
+    from onnx_twins import onnx_session
+
+    work = Path(tempfile.mkdtemp(prefix="pyvgf-profile-"))
+    session, feed = onnx_session(model, work, threads, int8=bool(getattr(model, "exact", False)))
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = str(work / "ort")
+    if threads:
+        options.intra_op_num_threads = threads
+    weights = _conv_weights(Path(session._model_path))
+    session = ort.InferenceSession(session._model_path, options, providers=["CPUExecutionProvider"])
+    for _ in range(1 + runs):
+        session.run(None, feed)
+    events = json.loads(Path(session.end_profiling()).read_text())
+    model_runs = sorted((e["ts"], e["ts"] + e["dur"]) for e in events if e.get("name") == "model_run")[1:]
+    kinds: defaultdict[str, float] = defaultdict(float)
+    for e in events:
+        if e.get("cat") == "Node" and e["name"].endswith("_kernel_time") and any(
+                a <= e["ts"] <= b for a, b in model_runs):
+            kind = _onnx_kind(e["args"]["op_name"], e["name"].removesuffix("_kernel_time"), weights)
+            kinds[kind] += e["dur"] * 1e-6 / runs
+    return sum(b - a for a, b in model_runs) * 1e-6 / runs, kinds
+
+
 def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
            steps: Counter[str], depth: list[int], epilogue: object = None,
-           by_shape: bool = False) -> Callable[..., object]:
+           by_shape: bool = False, kinds: defaultdict[str, float] | None = None,
+           weight: object = None) -> Callable[..., object]:
     """fn timed under its op's name, and the names of the ops fused into it (its `epilogue`
     operand, or the one its plan-time form was made with); with `by_shape`, and the shape of
     its `input` operand."""
@@ -40,19 +120,24 @@ def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
         try:
             return fn(**kwargs)
         finally:
-            spent[label] += time.perf_counter() - start
+            seconds = time.perf_counter() - start
+            spent[label] += seconds
             steps[label] += 1
             depth[0] -= 1
+            if kinds is not None:
+                kinds[_kind(name, kwargs.get("weight", weight))] += seconds
 
     return step
 
 
 def _prepared_timed(name: str, prepare: Callable[..., object], spent: defaultdict[str, float],
-                    steps: Counter[str], depth: list[int], by_shape: bool) -> Callable[..., object]:
+                    steps: Counter[str], depth: list[int], by_shape: bool,
+                    kinds: defaultdict[str, float]) -> Callable[..., object]:
     def timed_prepare(**operands: object) -> object:
         made = prepare(**operands)
         return None if made is None else _timed(name, made, spent, steps, depth,  # type: ignore[arg-type]
-                                               operands.get("epilogue"), by_shape)
+                                               operands.get("epilogue"), by_shape, kinds,
+                                               operands.get("weight"))
     return timed_prepare
 
 
@@ -64,37 +149,42 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models-dir", type=Path)
     p.add_argument("--by-shape", action="store_true",
                    help="list steps by their input's shape too, not only by operator")
+    p.add_argument("--onnxruntime", action="store_true",
+                   help="also profile the onnxruntime twin and compare by kind of work")
     args = p.parse_args(argv)
     if args.threads:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
             os.environ[var] = str(args.threads)
     root = Path(__file__).resolve().parents[2]
     sys.path[:0] = [str(root), str(root / "tools"), str(root / "tools" / "bench")]
+    from suite import build, load_exported
+
     import pyvgf
     from pyvgf import fast
     from pyvgf.tosa import OPS
-    from suite import build, load_exported
 
     spent: defaultdict[str, float] = defaultdict(float)
     steps: Counter[str] = Counter()
+    kinds: defaultdict[str, float] = defaultdict(float)
     depth = [0]
     for name, opdef in OPS.items():  # the reference's functions
-        opdef.fn = _timed(name, opdef.fn, spent, steps, depth, by_shape=args.by_shape)
+        opdef.fn = _timed(name, opdef.fn, spent, steps, depth, by_shape=args.by_shape, kinds=kinds)
     if fast.available():  # and the fast executor's, which the cpu backend runs
-        import pyvgf.fast.plan  # noqa: F401  (registers the fast forms)
+        import pyvgf.fast.plan
         from pyvgf.fast.registry import FAST
 
         for name, extra in FAST.items():
             if extra.fn is not None:
-                extra.fn = _timed(name, extra.fn, spent, steps, depth, by_shape=args.by_shape)
+                extra.fn = _timed(name, extra.fn, spent, steps, depth, by_shape=args.by_shape, kinds=kinds)
             if extra.prepare is not None:  # a step's plan-time form, timed as the op
                 extra.prepare = _prepared_timed(name, extra.prepare, spent, steps, depth,
-                                                args.by_shape)
+                                                args.by_shape, kinds)
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
         m.run(model.inputs)
         spent.clear()
         steps.clear()
+        kinds.clear()
         start = time.perf_counter()
         for _ in range(args.runs):
             m.run(model.inputs)
@@ -107,6 +197,17 @@ def main(argv: list[str] | None = None) -> int:
               f"x{steps[label] // args.runs}")
     rest = total - sum(spent.values()) / args.runs
     print(f"  {'(interpreter and runtime)':{width}s} {rest * 1e3:8.2f} ms  {100 * rest / total:5.1f}%")
+    if args.onnxruntime and model.torch_net is not None:
+        ort_total, ort_kinds = onnxruntime_profile(model, args.runs, args.threads or os.cpu_count() or 1)
+        kinds["(interpreter and runtime)"] = rest * args.runs
+        ort_kinds["(session overhead)"] = ort_total - sum(ort_kinds.values())
+        print(f"\nby kind of work, ms per run: pyvgf {total * 1e3:.2f}, onnxruntime {ort_total * 1e3:.2f} "
+              f"({'int8 QDQ' if model.exact else 'fp32'} twin, its own profiler)")
+        print(f"  {'kind':30s} {'pyvgf':>8s} {'onnxruntime':>12s} {'ratio':>6s}")
+        for kind in sorted(set(kinds) | set(ort_kinds), key=lambda k: -kinds.get(k, 0.0)):
+            ours, theirs = kinds.get(kind, 0.0) / args.runs, ort_kinds.get(kind, 0.0)
+            ratio = f"{ours / theirs:5.2f}x" if ours and theirs > 1e-6 else ""
+            print(f"  {kind:30s} {ours * 1e3:8.2f} {theirs * 1e3:12.2f} {ratio:>6s}")
     return 0
 
 
