@@ -135,3 +135,23 @@ def test_adapters_share_the_process_instance():
         second.destroy()
     assert shared.handle is not None
     assert hal.request_adapter("vulkan")._instance is shared
+
+
+def test_a_forked_child_makes_its_own_instance():
+    """The parent's VkInstance is not valid in a forked child, which makes and uses its own."""
+    require_vulkan()
+    from pyvgf import hal
+
+    parent = hal.request_adapter("vulkan")
+    pid = os.fork()
+    if pid == 0:  # the child: exit status 0 when its adapter has an instance of its own and works
+        status = 1
+        try:
+            child = hal.request_adapter("vulkan")
+            child.request_device().destroy()
+            status = 0 if child._instance is not parent._instance else 2
+        finally:
+            os._exit(status)
+    _, status = os.waitpid(pid, 0)
+    parent.destroy()
+    assert os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0, f"child ended with status {status}"

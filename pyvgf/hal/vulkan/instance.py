@@ -9,6 +9,7 @@ import atexit
 import functools
 import itertools
 import logging
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable
@@ -439,15 +440,32 @@ def shared_instance(*, emulation: str = "auto", validation: bool = False) -> Vul
     drivers refuse a process's later vkCreateInstance calls after a few dozen (NVIDIA 580
     refuses about the 30th, even when every earlier instance was destroyed), so every adapter
     of a process draws on one instance per option set, as an application keeps one instance.
+    A forked child makes its own: the parent's handles are not valid there.
     """
     key = (emulation, validation)
     with _shared_lock:
         instance = _shared.get(key)
         if instance is None or instance.handle is None:
-            instance = VulkanInstance(emulation=emulation, validation=validation)
-            _shared[key] = instance
-            atexit.register(instance.release)
+            instance = _shared[key] = VulkanInstance(emulation=emulation, validation=validation)
         return instance.acquire()
+
+
+def _release_shared() -> None:
+    """At exit: the process lets go of its instances (each is destroyed with its last user)."""
+    for instance in _shared.values():
+        instance.release()
+    _shared.clear()
+
+
+def _forget_shared() -> None:
+    """In a forked child: the parent's instances are not the child's to use or destroy."""
+    global _shared_lock
+    _shared.clear()
+    _shared_lock = threading.Lock()
+
+
+atexit.register(_release_shared)
+os.register_at_fork(after_in_child=_forget_shared)
 
 
 DEVICE_LOCAL = 0x1
