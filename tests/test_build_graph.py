@@ -6,13 +6,13 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from build_graphs import GRAPHS, build_conv_clamp
-from conftest_build import dump_spirv, instructions, vgf_dump_json, vgfpy_encode
 
 from pyvgf.build import Graph
 from pyvgf.build._grammar import opcode
 from pyvgf.errors import TosaError
 from pyvgf.format.model import Category
+from support.build import dump_spirv, instructions, vgf_dump_json, vgfpy_encode
+from support.graphs import GRAPHS, build_conv_clamp
 
 
 def _resources(dump: dict) -> list[tuple]:

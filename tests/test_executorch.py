@@ -355,7 +355,7 @@ def test_cli_malformed_program_is_one_line(tmp_path):
 def test_delegates_on_the_vulkan_backend(name):
     """The same program with its delegates on Vulkan (the ML emulation layer): the quantized one
     equal to the exact computation, the float one equal to torch (elementwise)."""
-    from conftest_vulkan import require_vulkan
+    from support.vulkan import require_vulkan
 
     require_vulkan()
     with pyvgf.load(FIXTURES / name / "model.pte", backend="vulkan") as model:

@@ -3,12 +3,11 @@ the Vulkan call sequence works, and wrong resources, constants and bindings rais
 
 from __future__ import annotations
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import numpy as np
 import pytest
 
-from pyvgf import HalError
-from pyvgf import hal
+import fixtures  # tools/fixtures.py
+from pyvgf import HalError, hal
 from pyvgf.format import Format, read
 
 F32 = Format.R32_SFLOAT

@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, fixtures, model_words, random_input, vgf_graph
 
 from pyvgf.errors import ModelInputError, TosaError
 from pyvgf.spirv import Const, Graph, GraphConstant, GraphInterface, Input, Node, Result, decode_graph
 from pyvgf.tosa.interpreter import GraphPlan
 from pyvgf.tosa.registry import OpDef
 from pyvgf.types import TensorType
+from support.spirv import REAL_MODELS, fixtures, model_words, random_input, vgf_graph
 
 F32 = np.dtype(np.float32)
 TEST_OPS: dict[str, OpDef] = {}

@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, ROOT, find, inst, model_words, offsets, splice, spirv_words, string_words
 
 from pyvgf.errors import SpirvError
 from pyvgf.spirv import decode, tables
 from pyvgf.spirv.binary import MAX_BOUND
+from support.spirv import REAL_MODELS, ROOT, find, inst, model_words, offsets, spirv_words, splice, string_words
 
 OP_NAME, OP_EXT_INST_IMPORT, OP_EXT_INST, OP_TYPE_INT, OP_CONSTANT = 5, 11, 12, 21, 43
 OP_CAPABILITY, OP_DECORATE, OP_MEMORY_MODEL = 17, 71, 14

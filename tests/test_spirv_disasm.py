@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, model_words, spirv_words
 
 from pyvgf.errors import SpirvError
 from pyvgf.spirv import decode, disassemble
+from support.spirv import REAL_MODELS, model_words, spirv_words
 
 
 def lines(text: str) -> list[str]:

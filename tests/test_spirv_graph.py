@@ -8,7 +8,6 @@ import subprocess
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, SPIRV_MODELS, fixtures, inst, model_words, spirv_words, splice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from pyvgf.errors import SpirvError
 from pyvgf.format import Format, numpy_dtype
 from pyvgf.spirv import Const, GraphConstant, Input, Result, decode, decode_graph, disassemble
 from pyvgf.types import TensorType
+from support.spirv import REAL_MODELS, SPIRV_MODELS, fixtures, inst, model_words, spirv_words, splice
 
 OP_NOP, OP_EXT_INST_IMPORT, OP_EXT_INST, OP_TYPE_BOOL, OP_CONSTANT = 0, 11, 12, 20, 43
 OP_NO_LINE, OP_SOURCE_CONTINUED = 317, 2
@@ -347,7 +347,7 @@ def test_node_result_not_a_tensor(words):
 
 def test_other_instruction_set(words):
     imp = instruction(words, "OpExtInstImport")
-    from conftest_spirv import string_words
+    from support.spirv import string_words
 
     name = string_words("GLSL.std.450")
     bad = splice(words, imp.offset, 2 + len(string_words("TOSA.001000.1")), [(2 + len(name)) << 16 | OP_EXT_INST_IMPORT, imp.result, *name])
@@ -391,7 +391,7 @@ def test_mutated_modules_raise_only_spirv_errors(name, edits):
 
 
 def test_several_entry_points_must_be_named(words):
-    from conftest_spirv import string_words
+    from support.spirv import string_words
 
     entry = instruction(words, "OpGraphEntryPointARM")
     name = string_words("second")

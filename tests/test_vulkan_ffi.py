@@ -43,7 +43,7 @@ def test_struct_members_match_registry(registry, struct):
     want = [_c_type(m) for m in members]
     got = ffi.typeof(struct).fields
     assert [n for _, n in want] == [n for n, _ in got]
-    for (wtype, wname), (gname, field) in zip(want, got):
+    for (wtype, wname), (_, field) in zip(want, got):
         base = wtype.replace("const", "").replace("*", "").split("[")[0]
         expect = ffi.typeof(base) if base not in ("void", "char") else None
         if "[" in wtype:

@@ -6,31 +6,15 @@ import threading
 
 import numpy as np
 import pytest
-import references  # tools/references.py
-from conftest_vulkan import add_pipeline, bound_session, read_vgf, require_vulkan
 
+import references  # tools/references.py
 from pyvgf import HalError, hal
 from pyvgf.format import Format
+from support.vulkan import add_pipeline, bound_session, read_vgf, require_vulkan
 
 pytestmark = pytest.mark.vulkan
 F32 = Format.R32_SFLOAT
 TENSOR = hal.DescriptorType.TENSOR
-
-
-@pytest.fixture(scope="module")
-def adapter():
-    require_vulkan()
-    a = hal.request_adapter("vulkan")
-    yield a
-    a.destroy()
-
-
-@pytest.fixture
-def device(adapter):
-    dev = adapter.request_device()
-    yield dev
-    dev.destroy()
-    assert dev.live_objects() == {}, dev.live_objects()
 
 
 def test_adapter_describes_the_device(adapter):

@@ -8,7 +8,8 @@ import re
 
 import numpy as np
 import pytest
-from conftest_vulkan import (
+
+from support.vulkan import (
     GraphModel,
     add_pipeline,
     bound_session,

@@ -23,8 +23,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
-from fixtures import tosa_from_mlir
 
+from fixtures import tosa_from_mlir
 from pyvgf.elements import BY_MLIR, raw_view
 from pyvgf.format import Format, numpy_dtype
 from pyvgf.hal.vulkan.layers import emulation_layer_env

@@ -45,9 +45,9 @@ SPIN_COUNT = 20_000
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
 
-import numba  # after GOMP_SPINCOUNT: OpenMP reads it when loaded
+import numba  # noqa: E402  (after GOMP_SPINCOUNT: OpenMP reads it when loaded)
 
-from . import num_threads
+from . import num_threads  # noqa: E402
 
 _forked = False
 
@@ -101,7 +101,7 @@ class _BlasLimit:
             self._users += 1
             if self._users == 1:
                 if not self._libraries:
-                    import scipy.linalg.cython_blas
+                    import scipy.linalg.cython_blas  # noqa: F401  (numba's BLAS: load it first)
                     from threadpoolctl import ThreadpoolController
                     self._libraries = ThreadpoolController().select(user_api="blas").lib_controllers
                 self._saved = [library.get_num_threads() for library in self._libraries]

@@ -10,8 +10,9 @@ uses it; what is malformed raises SpirvError at once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Union, cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class Opaque:
     what: str
 
 
-Type = Union[np.dtype, Array, Pointer, GraphType, Struct, TensorType, Opaque]
+Type = np.dtype | Array | Pointer | GraphType | Struct | TensorType | Opaque
 
 
 class Bits(NamedTuple):

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 
@@ -19,7 +18,6 @@ from ..types import TensorType
 from . import tables
 from .binary import Instruction, as_words, decode
 from .declarations import BINDING, DESCRIPTOR_SET, Declarations, GraphType, Pointer, Struct, Type, describe, same
-
 
 # -- the IR --------------------------------------------------------------------------------------
 
@@ -73,7 +71,7 @@ class Result:
     element: int | None = None
 
 
-Operand = Union[Const, Input, GraphConstant, Result]
+Operand = Const | Input | GraphConstant | Result
 
 
 @dataclass(frozen=True)

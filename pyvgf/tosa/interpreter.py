@@ -46,7 +46,7 @@ class Slot:
     index: int
 
 
-Arg = Union[Known, Slot]
+Arg = Known | Slot
 Args = dict[str, Union[Arg, "list[Arg]"]]  # a variadic operand is a list
 
 

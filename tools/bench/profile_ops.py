@@ -70,10 +70,11 @@ def main(argv: list[str] | None = None) -> int:
             os.environ[var] = str(args.threads)
     root = Path(__file__).resolve().parents[2]
     sys.path[:0] = [str(root), str(root / "tools"), str(root / "tools" / "bench")]
+    from suite import build, load_exported
+
     import pyvgf
     from pyvgf import fast
     from pyvgf.tosa import OPS
-    from suite import build, load_exported
 
     spent: defaultdict[str, float] = defaultdict(float)
     steps: Counter[str] = Counter()

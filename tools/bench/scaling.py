@@ -25,9 +25,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pyvgf.build import Graph
-from pyvgf.spirv import decode, decode_graph
-from pyvgf.tosa.interpreter import GraphPlan
+from pyvgf.build import Graph  # noqa: E402
+from pyvgf.spirv import decode, decode_graph  # noqa: E402
+from pyvgf.tosa.interpreter import GraphPlan  # noqa: E402
 
 HEADER = [0x07230203, 0x00010600, 0, 2, 0]
 

@@ -109,6 +109,7 @@ def _one_op_mlir() -> str:
 def build(name: str) -> BenchModel:
     """Generate `name` (cached): TOSA MLIR -> model-converter -> VGF and TOSA FlatBuffer."""
     import numpy as np
+
     from fixtures import tosa_from_mlir, vgf_from_mlir
     from models import network
 
@@ -371,6 +372,7 @@ def reference(model: BenchModel) -> Callable[[], list]:
 def torch_forward(model: BenchModel, device: str) -> Callable[[], object]:
     """One forward pass of the model's torch twin (no_grad; synchronized on a GPU)."""
     import torch
+
     from models import TORCH_NETS
 
     if device.startswith("cuda"):

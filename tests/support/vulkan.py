@@ -1,5 +1,6 @@
-"""Helpers of the Vulkan backend tests: skip rules and VGF graph runners on the HAL
-(scenario_runner, the reference, is tools/references.py)."""
+"""Helpers of the Vulkan backend tests: skip rules, the `adapter` and `device` fixtures (a pytest
+plugin of tests/conftest.py) and VGF graph runners on the HAL (scenario_runner, the reference, is
+tools/references.py)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ def require_vulkan() -> None:
     reason = vulkan_unavailable()
     if reason is not None:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    """The Vulkan adapter, one a test module (skips where Vulkan cannot be had)."""
+    require_vulkan()
+    a = hal.request_adapter("vulkan")
+    yield a
+    a.destroy()
+
+
+@pytest.fixture
+def device(adapter):
+    """A device whose every Vulkan object is gone once it is destroyed."""
+    dev = adapter.request_device()
+    yield dev
+    dev.destroy()
+    assert dev.live_objects() == {}, dev.live_objects()
 
 
 def read_vgf(path: Path) -> VGF:
