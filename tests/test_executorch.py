@@ -339,7 +339,8 @@ def test_cli_run(tmp_path):
 def test_cli_vgf_options_on_a_program_are_one_line():
     result = _cli("inspect", str(FIXTURES / "qadd" / "model.pte"), "--json")
     assert result.returncode == 1
-    assert result.stderr.startswith("pyvgf inspect: a .pte takes --extract DIR") and len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("pyvgf inspect: a .pte takes --extract DIR")
+    assert len(result.stderr.splitlines()) == 1
 
 
 def test_cli_malformed_program_is_one_line(tmp_path):

@@ -59,7 +59,8 @@ def test_bound_tensor_of_wrong_shape_or_format(graph):
     device, shader, entry, layout, set_layout, resources = graph
     pipeline = device.create_data_graph_pipeline(shader, entry, layout, resources)
     session = device.create_data_graph_session(pipeline)
-    for binding, wrong in ((2, device.create_tensor(F32, (3, 2))), (0, device.create_tensor(Format.R16_SFLOAT, (2, 3)))):
+    for binding, wrong in ((2, device.create_tensor(F32, (3, 2))),
+                           (0, device.create_tensor(Format.R16_SFLOAT, (2, 3)))):
         tensors = _tensors(device, SHAPES)
         tensors[binding] = wrong
         dset = device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in tensors.items()})

@@ -78,7 +78,8 @@ def test_unsigned_rescale_resources_run_on_both_backends(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize(("fmt", "shape"), [(Format.R16_SFLOAT, [2, 5]), (Format.R8_UINT, [2, 5]), (Format.R16_UINT, [10])])
+@pytest.mark.parametrize(("fmt", "shape"),
+                         [(Format.R16_SFLOAT, [2, 5]), (Format.R8_UINT, [2, 5]), (Format.R16_UINT, [10])])
 def test_a_real_mismatch_is_an_error_naming_both(backend, fmt, shape):
     """Checked at load (pyvgf.runtime.check), before either backend sees the model."""
     if backend == "vulkan":

@@ -81,7 +81,8 @@ def _fill_inputs(folder: Path, scenario_json: Path, seed: int) -> None:
             values = rng.integers(0, 2, zeros.shape).astype(bool)
         elif zeros.dtype.kind in "iu":
             info = np.iinfo(zeros.dtype)
-            values = rng.integers(max(info.min, -100), min(info.max, 100), zeros.shape, endpoint=True).astype(zeros.dtype)
+            values = rng.integers(max(info.min, -100), min(info.max, 100), zeros.shape,
+                                  endpoint=True).astype(zeros.dtype)
         else:
             values = rng.standard_normal(zeros.shape).astype(zeros.dtype)
         with open(path, "wb") as f:

@@ -31,7 +31,8 @@ def raises_at(words, word: int, match: str) -> SpirvError:
 
 
 def test_tables_are_generated_from_the_installed_grammars():
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_spirv_tables.py"), "--check"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_spirv_tables.py"), "--check"],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert tables.INSTRUCTIONS[4163][0] == "OpTypeTensorARM"
     assert tables.TOSA_INSTRUCTIONS[65][0] == "RESCALE" and len(tables.TOSA_INSTRUCTIONS) == 66
@@ -118,7 +119,8 @@ def test_bytes_not_whole_words(add):
         decode(add.tobytes()[:-1])
 
 
-@pytest.mark.parametrize("data", [np.zeros((2, 5), np.uint32), np.zeros(8, np.uint16), np.zeros(8, np.float32), [1, -1], ["a"]])
+@pytest.mark.parametrize("data",
+                         [np.zeros((2, 5), np.uint32), np.zeros(8, np.uint16), np.zeros(8, np.float32), [1, -1], ["a"]])
 def test_words_of_the_wrong_kind(data):
     with pytest.raises(SpirvError):
         decode(data)

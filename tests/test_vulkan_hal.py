@@ -177,7 +177,8 @@ def test_prepared_run_interrupted_before_its_wait(device, monkeypatch):
 
 
 def test_glsl_compute_module_is_refused(device):
-    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(0, hal.DescriptorType.STORAGE_BUFFER)])
+    binding = hal.DescriptorSetLayoutBinding(0, hal.DescriptorType.STORAGE_BUFFER)
+    set_layout = device.create_descriptor_set_layout([binding])
     layout = device.create_pipeline_layout([set_layout])
     module = device.create_shader_module("void main() {}", name="glsl_op", language="glsl")
     with pytest.raises(HalError, match="'glsl_op' is GLSL source: the vulkan backend runs SPIR-V only"):

@@ -9,8 +9,8 @@ model-converter fixtures of tests/models and the bundled example; the SPIR-V tar
 mutate the SPIR-V words of graphs built with pyvgf.build (tests/support/graphs.py); the scenario
 target mutates the bytes of scenario files naming such fixtures (scenario_seeds); the pte targets
 (pyvgf.load + run, and the CLI) mutate the ExecuTorch programs of tests/fixtures/pte. The targets
-run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by outcome, failures (escapes,
-crashes, hangs; each saved to --out as a reproducer), the slowest case and the workers' peak
+run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by
+outcome, failures (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the workers' peak
 resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the campaign after the
 cases in flight and still prints (and writes) the figures of what ran.
 """

@@ -15,8 +15,8 @@ The thread count follows `pyvgf.set_num_threads(n)` (process) or `load(..., thre
 Model), applied to each run in the thread that runs it (`run_threads`); else numba's default.
 
 The depthwise loop, float GEMMs and the RESCALE fused after a convolution (compiled.py,
-kernels.split_gemm) split their rows over numba's threads: numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or
-numba.set_num_threads says otherwise. While a graph that calls BLAS runs with more than one
+kernels.split_gemm) split their rows over numba's threads: numba.get_num_threads(), one per core
+unless NUMBA_NUM_THREADS or numba.set_num_threads says otherwise. While a graph that calls BLAS runs with more than one
 such thread, BLAS runs one thread of its own (`one_blas_thread`): the GEMM blocks call it from
 every worker at once, and two pools of busy-waiting threads on the same cores slowed
 MobileNetV2 by 15x when tried. (Python's own threads were tried too: handing a range to a

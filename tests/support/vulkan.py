@@ -101,13 +101,15 @@ class GraphModel:
                 sets[index] = own(device.create_descriptor_set(layouts[index], views))
                 for b in info.bindings:
                     r = vgf.resources[b.mrt_index]
-                    resources.append(hal.DataGraphResource(index, b.binding, device.tensor_description(r.format, r.shape)))
+                    resources.append(hal.DataGraphResource(index, b.binding,
+                                                           device.tensor_description(r.format, r.shape)))
             layout = own(device.create_pipeline_layout([layouts[i] for i in sorted(layouts)]))
             consts = []
             for cb in seg.graph_constants():
                 c = vgf.constants[cb.constant_table_index]
                 r = vgf.resources[c.mrt_index]
-                consts.append(hal.GraphConstant(cb.graph_constant_id, c.data, device.tensor_description(r.format, r.shape),
+                consts.append(hal.GraphConstant(cb.graph_constant_id, c.data,
+                                                device.tensor_description(r.format, r.shape),
                                                 c.sparsity_dimension))
             module = vgf.modules[seg.module_index]
             shader = own(device.create_shader_module(module.code, name=module.name))
@@ -139,7 +141,8 @@ class GraphModel:
         self.objects = []
 
 
-def chained_add(device: hal.Device, vgf: VGF, a: np.ndarray, b: np.ndarray, pipelines_seen: set | None = None) -> np.ndarray:
+def chained_add(device: hal.Device, vgf: VGF, a: np.ndarray, b: np.ndarray,
+                pipelines_seen: set | None = None) -> np.ndarray:
     """Two dispatches of the add graph in one command buffer, c = a + b then d = c + b, with
     a barrier between them (the shape of a two-segment model); every object destroyed after."""
     shape = tuple(vgf.resources[0].shape)
@@ -187,7 +190,8 @@ def add_pipeline(device, vgf: VGF):
     """The add graph of tests/models/add_f32.mlir as a HAL data graph pipeline (3 tensor bindings)."""
     module = vgf.modules[0]
     shader = device.create_shader_module(module.code, name=module.name)
-    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR) for b in range(3)])
+    bindings = [hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR) for b in range(3)]
+    set_layout = device.create_descriptor_set_layout(bindings)
     layout = device.create_pipeline_layout([set_layout])
     desc = device.tensor_description(100, (1, 4, 4, 8))
     resources = [hal.DataGraphResource(0, b, desc) for b in range(3)]
