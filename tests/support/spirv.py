@@ -19,6 +19,8 @@ ROOT = fixtures.ROOT
 REAL_MODELS = fixtures.REAL_MODELS
 
 SPIRV_MODELS = sorted(p.stem for p in fixtures.MODELS.glob("spirv_*.mlir"))
+
+
 @functools.cache
 def spirv_words(vgf: Path, index: int = 0) -> np.ndarray:
     """Module `index` of a VGF file as uint32 words, dumped by vgf_dump (cached by content)."""
