@@ -23,8 +23,8 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from .hal.shaders import register_shader, unregister_shader
     from .fast import set_num_threads
+    from .hal.shaders import register_shader, unregister_shader
     from .runtime import Model, TensorInfo, load
 
 __version__ = "0.1.0.dev0"

@@ -308,7 +308,8 @@ def _save_arrays(folder: Path, arrays: Sequence[np.ndarray], stem: str) -> list[
     for i, array in enumerate(arrays):
         array = np.asarray(array)
         dtypes.append(str(array.dtype))
-        np.save(folder / f"{stem}_{i}.npy", array.view(f"<u{array.dtype.itemsize}") if array.dtype.kind == "V" else array)
+        np.save(folder / f"{stem}_{i}.npy",
+                array.view(f"<u{array.dtype.itemsize}") if array.dtype.kind == "V" else array)
     return dtypes
 
 

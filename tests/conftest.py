@@ -1,20 +1,20 @@
-"""Shared test fixtures: real VGF files made by Arm's model-converter, and the real models."""
+"""Shared test fixtures: real VGF files made by Arm's model-converter, and the real models.
+
+pytest's `pythonpath` (pyproject.toml) puts tests/ and tools/ on sys.path: the helpers are
+imported as `support.<name>` (tests/support/) and the tools by name (`fixtures`, `references`).
+"""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+import fixtures  # tools/fixtures.py
 
-import fixtures  # noqa: E402  (tools/fixtures.py)
+pytest_plugins = ["support.vulkan"]  # the `adapter` and `device` fixtures of the Vulkan tests
 
-REAL = fixtures.REAL
-REAL_MODELS = {"mobilenet_v2": REAL / "mobilenet_v2_int8.vgf", "vww4": REAL / "vww4_int8.vgf"}
-MODELS = fixtures.MODELS
+REAL_MODELS = fixtures.REAL_MODELS
 
 
 @pytest.fixture(scope="session")

@@ -4,9 +4,8 @@ processes' noise (the first H200 run printed negative figures from one process o
 from __future__ import annotations
 
 import pytest
-from bench.suite import (
-    wall_per_repeat,  # tools/bench/suite.py (tests/conftest.py puts tools/ on sys.path)
-)
+
+from bench.suite import wall_per_repeat  # tools/bench/suite.py
 
 
 def test_clear_difference_gives_the_time_per_repeat():

@@ -1,5 +1,5 @@
 """pyvgf.testing.bisect and `pyvgf bisect`: a backend that gets one operator wrong (a function
-of tests/debug_backends.py) is caught at that operator, on converter-made and real int8 models,
+of tests/support/debug_backends.py) is caught at that operator, on converter-made and real int8 models,
 against the cpu and the vulkan backends."""
 
 from __future__ import annotations
@@ -8,17 +8,16 @@ import json
 import subprocess
 import sys
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import numpy as np
 import pytest
-from conftest import REAL_MODELS
-from conftest_vulkan import require_vulkan
-from debug_backends import failing, perturbed, wrong_clamp
 
+import fixtures  # tools/fixtures.py
 import pyvgf
 from pyvgf.build import Graph
 from pyvgf.cli import main
 from pyvgf.testing import bisect, reference_run
+from support.debug_backends import failing, perturbed, wrong_clamp
+from support.vulkan import require_vulkan
 
 
 def _first(model, op: str) -> int:
@@ -79,7 +78,7 @@ def test_agreeing_backends_give_none():
 
 
 def test_a_real_int8_model(tmp_path):
-    model = REAL_MODELS["vww4"]
+    model = fixtures.REAL_MODELS["vww4"]
     with pyvgf.load(model) as m:
         x = np.random.default_rng(3).integers(-128, 128, m.inputs[0].shape).astype(np.int8)
     culprit = bisect(model, [x], backends=("cpu", perturbed("DEPTHWISE_CONV2D")), out=tmp_path)
@@ -93,7 +92,7 @@ def test_bisect_cli_exit_status(tmp_path, capsys):
     model = str(fixtures.model("interpreter_fuse_f32"))
     assert main(["bisect", model, "--backends", "cpu", "cpu", "--random-inputs", "--seed", "2"]) == 0
     assert "cpu and cpu agree" in capsys.readouterr().out
-    args = ["bisect", model, "--backends", "cpu", "debug_backends:wrong_clamp", "--random-inputs",
+    args = ["bisect", model, "--backends", "cpu", "support.debug_backends:wrong_clamp", "--random-inputs",
             "--out", str(tmp_path)]
     assert main(args) == 1
     out = capsys.readouterr().out

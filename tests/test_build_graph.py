@@ -6,13 +6,13 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from build_graphs import GRAPHS, build_conv_clamp
-from conftest_build import dump_spirv, instructions, vgf_dump_json, vgfpy_encode
 
 from pyvgf.build import Graph
 from pyvgf.build._grammar import opcode
 from pyvgf.errors import TosaError
 from pyvgf.format.model import Category
+from support.build import dump_spirv, instructions, vgf_dump_json, vgfpy_encode
+from support.graphs import GRAPHS, build_conv_clamp
 
 
 def _resources(dump: dict) -> list[tuple]:
@@ -50,8 +50,9 @@ def test_spirv_has_the_instructions_model_converter_emits(name, vgf_model):
                "OpGraphConstantARM", "OpGraphARM", "OpGraphEntryPointARM", "OpGraphEndARM",
                "OpTypeGraphARM", "OpMemoryModel", "OpExtInstImport"):
         assert built[opcode(op)] == theirs[opcode(op)], op
+    theirs_words = np.frombuffer(dump_spirv(vgf_model(name)), "<u4")
     assert {w[0] for op, w in instructions(GRAPHS[name]().to_spirv()) if op == opcode("OpCapability")} <= {
-        w[0] for op, w in instructions(np.frombuffer(dump_spirv(vgf_model(name)), "<u4")) if op == opcode("OpCapability")
+        w[0] for op, w in instructions(theirs_words) if op == opcode("OpCapability")
     }
 
 

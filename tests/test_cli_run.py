@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import numpy as np
 
+import fixtures  # tools/fixtures.py
 from pyvgf.cli import main
 
 

@@ -9,17 +9,17 @@ import subprocess
 import sys
 import time
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_vulkan import require_vulkan
 
+import fixtures  # tools/fixtures.py
 import pyvgf
 from pyvgf import HalError, VGFError, debug
 from pyvgf.build import Graph
 from pyvgf.cli import main
 from pyvgf.debug.watch import WATCHER
+from support.vulkan import require_vulkan
 
 
 def _plan(model):
@@ -213,10 +213,9 @@ def test_vulkan_profile_times_each_segment_on_the_gpu(capsys):
 
 def test_values_carry_the_opline_of_the_module():
     """A module with OpString/OpLine (as compilers that keep source locations write them)."""
-    from conftest_spirv import find, inst, spirv_words, splice, string_words
-
     from pyvgf.format import read
     from pyvgf.spirv import tables
+    from support.spirv import find, inst, spirv_words, splice, string_words
 
     opcode = {name: code for code, (name, _) in tables.INSTRUCTIONS.items()}
     path = fixtures.model("interpreter_fuse_i8")

@@ -339,7 +339,8 @@ def test_cli_run(tmp_path):
 def test_cli_vgf_options_on_a_program_are_one_line():
     result = _cli("inspect", str(FIXTURES / "qadd" / "model.pte"), "--json")
     assert result.returncode == 1
-    assert result.stderr.startswith("pyvgf inspect: a .pte takes --extract DIR") and len(result.stderr.splitlines()) == 1
+    assert result.stderr.startswith("pyvgf inspect: a .pte takes --extract DIR")
+    assert len(result.stderr.splitlines()) == 1
 
 
 def test_cli_malformed_program_is_one_line(tmp_path):
@@ -355,7 +356,7 @@ def test_cli_malformed_program_is_one_line(tmp_path):
 def test_delegates_on_the_vulkan_backend(name):
     """The same program with its delegates on Vulkan (the ML emulation layer): the quantized one
     equal to the exact computation, the float one equal to torch (elementwise)."""
-    from conftest_vulkan import require_vulkan
+    from support.vulkan import require_vulkan
 
     require_vulkan()
     with pyvgf.load(FIXTURES / name / "model.pte", backend="vulkan") as model:

@@ -7,15 +7,17 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from conftest_spirv import fixtures, random_input, vgf_graph
+
+from support.spirv import fixtures, random_input, vgf_graph
 
 pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
-pytestmark = pytest.mark.fast
 
 from pyvgf.fast import conv, kernels
 from pyvgf.fast.plan import FastPlan
 from pyvgf.fast.registry import fast_ops
 from pyvgf.tosa import OPS as REFERENCE
+
+pytestmark = pytest.mark.fast
 
 FAST_OPS = fast_ops(REFERENCE)
 

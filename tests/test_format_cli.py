@@ -8,8 +8,8 @@ import subprocess
 import ml_dtypes
 import numpy as np
 
-from conftest_format import vgf_dump_json, vgf_lib_tool
 from pyvgf.cli import main
+from support.format import vgf_dump_json, vgf_lib_tool
 
 
 def test_inspect_json_equals_vgf_dump(vgf_model, capsys):

@@ -7,7 +7,6 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest_format import same_model, vgf_dump_json
 from pyvgf.format import (
     NO_INDEX,
     VGF,
@@ -31,6 +30,7 @@ from pyvgf.format import (
     write,
 )
 from pyvgf.format.dump import to_json
+from support.format import same_model, vgf_dump_json
 
 names = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_0123456789", min_size=1, max_size=12)
 u32 = st.integers(0, 2**32 - 2)

@@ -19,9 +19,9 @@ from pyvgf.format import (
     ModelSequence,
     Resource,
     read,
+    schema,
     write,
 )
-from pyvgf.format import schema
 from pyvgf.format.flatbuffers import Builder, u32
 
 BIG = 64 * 2**20

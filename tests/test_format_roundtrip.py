@@ -7,9 +7,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from conftest_format import FORMAT_MODELS, vgf_dump_json, vgf_lib_tool
 from pyvgf.format import NO_INDEX, CodeType, DescriptorType, ModuleType, read, write
 from pyvgf.format.dump import to_json
+from support.format import FORMAT_MODELS, vgf_dump_json, vgf_lib_tool
 
 
 @pytest.fixture(params=FORMAT_MODELS)

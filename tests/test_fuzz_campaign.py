@@ -6,22 +6,19 @@ from __future__ import annotations
 
 import os
 import random
-import sys
 from pathlib import Path
 
 import pytest
 
+import fuzz as campaign_tool  # tools/fuzz.py
 from pyvgf.testing import fuzz
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
-
-import fuzz as campaign_tool
 
 
 def _require(target: str) -> None:
     if "vulkan" in target:
-        from conftest_vulkan import require_vulkan
+        from support.vulkan import require_vulkan
 
         require_vulkan()
 
@@ -51,10 +48,10 @@ def test_long_campaign(target, tmp_path):
 
 @pytest.fixture
 def test_targets(monkeypatch):
-    """tests/fuzz_targets.py importable by the workers."""
+    """tests/support/fuzz_targets.py importable by the workers."""
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]))
     for name in ("segfault", "parse_int", "sleep"):
-        monkeypatch.setitem(fuzz.TARGETS, name, fuzz.Target(f"fuzz_targets:{name}", lambda data, rng: data))
+        monkeypatch.setitem(fuzz.TARGETS, name, fuzz.Target(f"support.fuzz_targets:{name}", lambda data, rng: data))
 
 
 def test_a_signal_in_a_case_is_a_crash_with_a_reproducer(tmp_path, test_targets):

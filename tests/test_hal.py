@@ -9,8 +9,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from pyvgf import HalError
-from pyvgf import hal
+from pyvgf import HalError, hal
 from pyvgf.format import Format
 
 F32 = Format.R32_SFLOAT

@@ -3,12 +3,11 @@ the Vulkan call sequence works, and wrong resources, constants and bindings rais
 
 from __future__ import annotations
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import numpy as np
 import pytest
 
-from pyvgf import HalError
-from pyvgf import hal
+import fixtures  # tools/fixtures.py
+from pyvgf import HalError, hal
 from pyvgf.format import Format, read
 
 F32 = Format.R32_SFLOAT
@@ -60,7 +59,8 @@ def test_bound_tensor_of_wrong_shape_or_format(graph):
     device, shader, entry, layout, set_layout, resources = graph
     pipeline = device.create_data_graph_pipeline(shader, entry, layout, resources)
     session = device.create_data_graph_session(pipeline)
-    for binding, wrong in ((2, device.create_tensor(F32, (3, 2))), (0, device.create_tensor(Format.R16_SFLOAT, (2, 3)))):
+    for binding, wrong in ((2, device.create_tensor(F32, (3, 2))),
+                           (0, device.create_tensor(Format.R16_SFLOAT, (2, 3)))):
         tensors = _tensors(device, SHAPES)
         tensors[binding] = wrong
         dset = device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in tensors.items()})

@@ -11,13 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, fixtures, model_words, random_input, vgf_graph
 
 from pyvgf.errors import ModelInputError, TosaError
 from pyvgf.spirv import Const, Graph, GraphConstant, GraphInterface, Input, Node, Result, decode_graph
 from pyvgf.tosa.interpreter import GraphPlan
 from pyvgf.tosa.registry import OpDef
 from pyvgf.types import TensorType
+from support.spirv import REAL_MODELS, fixtures, model_words, random_input, vgf_graph
 
 F32 = np.dtype(np.float32)
 TEST_OPS: dict[str, OpDef] = {}
@@ -98,7 +98,8 @@ def node(nid, op, result_type, name=None, **operands) -> Node:
 
 def make_graph(inputs, nodes, results, constants=None) -> Graph:
     ins = [GraphInterface(i, 0, i, ty) for i, ty in enumerate(inputs)]
-    outs = [GraphInterface(i, 0, len(inputs) + i, r.type if not isinstance(r, Const) else t(*r.value.shape)) for i, r in enumerate(results)]
+    outs = [GraphInterface(i, 0, len(inputs) + i, r.type if not isinstance(r, Const) else t(*r.value.shape))
+            for i, r in enumerate(results)]
     return Graph("g", ins, outs, constants or {}, nodes, results)
 
 
@@ -183,7 +184,8 @@ def test_ops_declaring_result_dtype_get_the_declared_element_type():
 
 def test_unknown_op_is_named():
     n = node(1, "NOT_AN_OP", X, name="conv_1", input1=x_in)
-    with pytest.raises(TosaError, match=r'NOT_AN_OP %1 "conv_1" \(word 101\): TOSA operator NOT_AN_OP is not implemented'):
+    with pytest.raises(TosaError,
+                       match=r'NOT_AN_OP %1 "conv_1" \(word 101\): TOSA operator NOT_AN_OP is not implemented'):
         GraphPlan(make_graph([X], [n], [res(n)]), {}, TEST_OPS)
 
 
@@ -215,7 +217,8 @@ def test_failing_run_names_the_node():
 def test_op_result_of_the_wrong_shape():
     n = node(5, "WRONG_SHAPE", X, input1=x_in)
     plan = GraphPlan(make_graph([X], [n], [res(n)]), {}, TEST_OPS)
-    with pytest.raises(TosaError, match=r"WRONG_SHAPE %5 \(word 105\): result 0 is tensor<2x1 float32>, the graph declares tensor<2x3 float32>"):
+    with pytest.raises(TosaError, match=r"WRONG_SHAPE %5 \(word 105\): result 0 is tensor<2x1 float32>, "
+                                        r"the graph declares tensor<2x3 float32>"):
         plan.run([np.ones((2, 3), np.float32)])
 
 
@@ -278,7 +281,8 @@ def test_concurrent_runs_share_one_plan():
     rng = np.random.default_rng(1)
     c0 = rng.standard_normal((1, 4, 4, 8)).astype(np.float32)
     plan = GraphPlan(g, {0: c0}, TEST_OPS)
-    cases = [[rng.standard_normal((1, 4, 4, 8)).astype(np.float32), rng.standard_normal((1, 4, 4, 2)).astype(np.float32)] for _ in range(16)]
+    cases = [[rng.standard_normal((1, 4, 4, 8)).astype(np.float32),
+              rng.standard_normal((1, 4, 4, 2)).astype(np.float32)] for _ in range(16)]
     expected = [plan.run(c) for c in cases]
     with ThreadPoolExecutor(4) as pool:
         for _ in range(5):

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import references  # tools/references.py (tests/conftest.py puts tools/ on sys.path)
 
 import pyvgf
+import references  # tools/references.py
 
 ROOT = Path(__file__).resolve().parents[1]
 CACHE = ROOT / ".cache" / "real-models"

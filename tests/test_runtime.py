@@ -10,7 +10,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import pyvgf
-from conftest_runtime import check_threads
 from pyvgf import HalError, ModelInputError, VGFFormatError
 from pyvgf.format.model import (
     VGF,
@@ -26,6 +25,7 @@ from pyvgf.format.model import (
     Resource,
     Segment,
 )
+from support.runtime import check_threads
 
 SPIRV_HEADER = np.array([0x07230203, 0x00010600, 0, 1, 0], np.uint32)
 

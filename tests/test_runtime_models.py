@@ -8,17 +8,17 @@ from __future__ import annotations
 from dataclasses import replace
 from importlib import resources
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_runtime import check_threads, doubling_shader
-from references import tosa_reference
 
+import fixtures  # tools/fixtures.py
 import pyvgf
 from pyvgf import HalError
 from pyvgf.format import read
 from pyvgf.format.model import ConstantBinding, ModuleType
+from references import tosa_reference
+from support.runtime import check_threads, doubling_shader
 
 MODELS = fixtures.MODELS
 EXAMPLES = resources.files("pyvgf") / "examples"

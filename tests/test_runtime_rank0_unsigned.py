@@ -8,16 +8,16 @@ Expected values come from tosa_reference_model on the same MLIR.
 
 from __future__ import annotations
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import numpy as np
 import pytest
-from conftest_vulkan import require_vulkan
-from references import tosa_reference
 
+import fixtures  # tools/fixtures.py
 import pyvgf
 from pyvgf import ModelInputError
 from pyvgf.format import Format, read
 from pyvgf.spirv import decode_graph
+from references import tosa_reference
+from support.vulkan import require_vulkan
 
 BACKENDS = ["cpu", pytest.param("vulkan", marks=pytest.mark.vulkan)]
 
@@ -78,7 +78,8 @@ def test_unsigned_rescale_resources_run_on_both_backends(backend):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize(("fmt", "shape"), [(Format.R16_SFLOAT, [2, 5]), (Format.R8_UINT, [2, 5]), (Format.R16_UINT, [10])])
+@pytest.mark.parametrize(("fmt", "shape"),
+                         [(Format.R16_SFLOAT, [2, 5]), (Format.R8_UINT, [2, 5]), (Format.R16_UINT, [10])])
 def test_a_real_mismatch_is_an_error_naming_both(backend, fmt, shape):
     """Checked at load (pyvgf.runtime.check), before either backend sees the model."""
     if backend == "vulkan":
@@ -90,7 +91,7 @@ def test_a_real_mismatch_is_an_error_naming_both(backend, fmt, shape):
 
 
 def test_a_built_rank0_graph_runs_like_the_converters_file():
-    from build_graphs import runtime_rank0
+    from support.graphs import runtime_rank0
 
     graph = runtime_rank0()
     vgf = graph.to_vgf()

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from importlib import resources
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_runtime import check_threads
 
-from pyvgf.format import read
-
+import fixtures  # tools/fixtures.py
 import pyvgf
+from pyvgf.format import read
+from support.runtime import check_threads
 
 pytestmark = pytest.mark.vulkan
 

@@ -10,19 +10,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-import fixtures  # tools/fixtures.py
 import numpy as np
 import pytest
-from conftest_runtime import doubling_shader
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from scenario_shaders import SHADERS, double
 
+import fixtures  # tools/fixtures.py
 import pyvgf
 from pyvgf import scenario
 from pyvgf.cli import main, scenario_runner_main
 from pyvgf.errors import ScenarioError, VGFError
 from pyvgf.format import read
+from support.runtime import doubling_shader
+from support.scenario_shaders import SHADERS, double
 
 ROOT = Path(__file__).resolve().parents[1]
 MODELS = sorted(p.stem for p in fixtures.MODELS.glob("*.mlir"))

@@ -16,18 +16,18 @@ import shutil
 import subprocess
 from pathlib import Path
 
-import fixtures  # tools/fixtures.py
 import numpy as np
 import pytest
-import references  # tools/references.py
-from conftest_runtime import doubling_shader
-from conftest_vulkan import require_vulkan
-from scenario_shaders import double
 
+import fixtures  # tools/fixtures.py
+import references  # tools/references.py
 from pyvgf import scenario
 from pyvgf.cli import main
 from pyvgf.errors import ScenarioError
 from pyvgf.format import read
+from support.runtime import doubling_shader
+from support.scenario_shaders import double
+from support.vulkan import require_vulkan
 
 ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.vulkan
@@ -81,7 +81,8 @@ def _fill_inputs(folder: Path, scenario_json: Path, seed: int) -> None:
             values = rng.integers(0, 2, zeros.shape).astype(bool)
         elif zeros.dtype.kind in "iu":
             info = np.iinfo(zeros.dtype)
-            values = rng.integers(max(info.min, -100), min(info.max, 100), zeros.shape, endpoint=True).astype(zeros.dtype)
+            values = rng.integers(max(info.min, -100), min(info.max, 100), zeros.shape,
+                                  endpoint=True).astype(zeros.dtype)
         else:
             values = rng.standard_normal(zeros.shape).astype(zeros.dtype)
         with open(path, "wb") as f:
@@ -136,7 +137,7 @@ def test_template_of_segmented_model_with_compute(vgf_model, tmp_path: Path) -> 
     folder = tmp_path / "scenario"
     scenario_json = _template(vgf, folder)
     assert [m.name for m in read(vgf).modules if m.type.name == "COMPUTE"] == ["graph_partition_1"]
-    _differ(scenario_json, tmp_path, cpu=("--shaders", str(ROOT / "tests" / "scenario_shaders.py")))
+    _differ(scenario_json, tmp_path, cpu=("--shaders", str(ROOT / "tests" / "support" / "scenario_shaders.py")))
 
 
 @pytest.mark.slow
@@ -147,7 +148,7 @@ def test_real_model_template(real_model: Path, tmp_path: Path) -> None:
 
 
 def scaling_shader() -> np.ndarray:
-    """The doubling shader of tests/conftest_runtime.py with its factor from push constants:
+    """The doubling shader of tests/support/runtime.py with its factor from push constants:
     `layout(push_constant) uniform P { float k; }; out[x] = k * in[x]`, local size 1, storage
     buffers at set 0 bindings 0 and 1 (SPIR-V 1.3, assembled word by word as there)."""
     ids = iter(range(1, 100))

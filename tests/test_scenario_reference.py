@@ -7,8 +7,8 @@ import sys
 
 import numpy as np
 import pytest
-import references  # tools/references.py
 
+import references  # tools/references.py
 from pyvgf.errors import HalError
 from pyvgf.hal.vulkan import layers
 

@@ -17,11 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools" / "bench"))
-
-from fixtures import model, vgf_from_mlir  # noqa: E402
-from models import network  # noqa: E402
+from bench.models import network  # tools/bench/models.py
+from fixtures import ROOT, model, vgf_from_mlir  # tools/fixtures.py
 
 _MEASURE = r"""
 import json, sys

@@ -7,11 +7,11 @@ import sys
 
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, ROOT, find, inst, model_words, offsets, splice, spirv_words, string_words
 
 from pyvgf.errors import SpirvError
 from pyvgf.spirv import decode, tables
 from pyvgf.spirv.binary import MAX_BOUND
+from support.spirv import REAL_MODELS, ROOT, find, inst, model_words, offsets, spirv_words, splice, string_words
 
 OP_NAME, OP_EXT_INST_IMPORT, OP_EXT_INST, OP_TYPE_INT, OP_CONSTANT = 5, 11, 12, 21, 43
 OP_CAPABILITY, OP_DECORATE, OP_MEMORY_MODEL = 17, 71, 14
@@ -31,7 +31,8 @@ def raises_at(words, word: int, match: str) -> SpirvError:
 
 
 def test_tables_are_generated_from_the_installed_grammars():
-    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_spirv_tables.py"), "--check"], capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, str(ROOT / "tools" / "gen_spirv_tables.py"), "--check"],
+                          capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     assert tables.INSTRUCTIONS[4163][0] == "OpTypeTensorARM"
     assert tables.TOSA_INSTRUCTIONS[65][0] == "RESCALE" and len(tables.TOSA_INSTRUCTIONS) == 66
@@ -118,7 +119,8 @@ def test_bytes_not_whole_words(add):
         decode(add.tobytes()[:-1])
 
 
-@pytest.mark.parametrize("data", [np.zeros((2, 5), np.uint32), np.zeros(8, np.uint16), np.zeros(8, np.float32), [1, -1], ["a"]])
+@pytest.mark.parametrize("data",
+                         [np.zeros((2, 5), np.uint32), np.zeros(8, np.uint16), np.zeros(8, np.float32), [1, -1], ["a"]])
 def test_words_of_the_wrong_kind(data):
     with pytest.raises(SpirvError):
         decode(data)

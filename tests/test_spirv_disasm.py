@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, model_words, spirv_words
 
 from pyvgf.errors import SpirvError
 from pyvgf.spirv import decode, disassemble
+from support.spirv import REAL_MODELS, model_words, spirv_words
 
 
 def lines(text: str) -> list[str]:
@@ -18,7 +18,8 @@ def test_header_names_enums_and_tosa_operands():
     words = model_words("spirv_int_clamp")
     text = disassemble(words)
     got = lines(text)
-    assert got[:4] == ["; SPIR-V 1.5", f"; Generator: {int(words[2]):#010x}", f"; Bound: {int(words[3])}", "; Schema: 0"]
+    assert got[:4] == ["; SPIR-V 1.5", f"; Generator: {int(words[2]):#010x}", f"; Bound: {int(words[3])}",
+                       "; Schema: 0"]
     module = decode(words)
     tosa = next(i.result for i in module.instructions if i.opname == "OpExtInstImport")
     assert f'%{tosa} = OpExtInstImport "TOSA.001000.1"' in got
@@ -31,7 +32,8 @@ def test_header_names_enums_and_tosa_operands():
         f"%{clamp.result} = OpExtInst %{clamp.result_type} %{tosa} CLAMP min_val=%{ref['min_val']} "
         f"max_val=%{ref['max_val']} nan_mode=%{ref['nan_mode']} input=%{cast.result}"
     ) in got
-    assert f"%{ref['min_val']} = OpConstant %{next(i.result for i in module.instructions if i.opname == 'OpTypeInt' and i.operands[0].value == 8)} 251" in got
+    int8 = next(i.result for i in module.instructions if i.opname == "OpTypeInt" and i.operands[0].value == 8)
+    assert f"%{ref['min_val']} = OpConstant %{int8} 251" in got
     assert got[-1] == "OpGraphEndARM"
     assert len(got) == 4 + len(module.instructions)
 

@@ -8,7 +8,6 @@ import subprocess
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_spirv import REAL_MODELS, SPIRV_MODELS, fixtures, inst, model_words, spirv_words, splice
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from pyvgf.errors import SpirvError
 from pyvgf.format import Format, numpy_dtype
 from pyvgf.spirv import Const, GraphConstant, Input, Result, decode, decode_graph, disassemble
 from pyvgf.types import TensorType
+from support.spirv import REAL_MODELS, SPIRV_MODELS, fixtures, inst, model_words, spirv_words, splice
 
 OP_NOP, OP_EXT_INST_IMPORT, OP_EXT_INST, OP_TYPE_BOOL, OP_CONSTANT = 0, 11, 12, 20, 43
 OP_NO_LINE, OP_SOURCE_CONTINUED = 317, 2
@@ -70,7 +70,8 @@ def test_real_models(name):
     for node in graph.nodes:
         if node.op == "RESCALE":
             mult = node.operands["multiplier"]
-            assert isinstance(mult, (Const, GraphConstant)) and mult.value.dtype == np.int32 if isinstance(mult, Const) else True
+            assert (isinstance(mult, (Const, GraphConstant)) and mult.value.dtype == np.int32
+                    if isinstance(mult, Const) else True)
             assert isinstance(node.operands["scale32"], Const) and isinstance(node.operands["scale32"].value, bool)
         if node.op == "CONV2D":
             assert isinstance(node.operands["acc_type"].value, int)
@@ -87,7 +88,8 @@ def test_conv_add_constants_and_operands():
     conv, add1, add2 = g.nodes
     assert (conv.op, add1.op, add2.op) == ("CONV2D", "ADD", "ADD")
     ops = conv.operands
-    assert list(ops) == ["pad", "stride", "dilation", "acc_type", "local_bound", "input", "weight", "bias", "input_zp", "weight_zp"]
+    assert list(ops) == ["pad", "stride", "dilation", "acc_type", "local_bound", "input", "weight", "bias", "input_zp",
+                         "weight_zp"]
     weight = ops["weight"].value
     assert weight.dtype == F32 and weight.shape == (2, 1, 1, 8)
     assert weight[0, 0, 0].tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
@@ -310,14 +312,16 @@ def test_tensor_rank_differs_from_shape(words):
 
 def test_constant_with_wrong_word_count(words):
     const = instruction(words, "OpConstant")
-    bad = splice(words, const.offset, 4, [5 << 16 | OP_CONSTANT, *map(int, words[const.offset + 1 : const.offset + 4]), 0])
+    bad = splice(words, const.offset, 4,
+                 [5 << 16 | OP_CONSTANT, *map(int, words[const.offset + 1 : const.offset + 4]), 0])
     graph_error(bad, const.offset, "a 32-bit value takes 1 words, found 2")
 
 
 def test_composite_with_too_few_constituents(words):
     comp = instruction(words, "OpConstantComposite")
     count = len(comp.operands) + 3
-    bad = splice(words, comp.offset, count, [(count - 1) << 16 | OP_CONSTANT_COMPOSITE, *map(int, words[comp.offset + 1 : comp.offset + count - 1])])
+    bad = splice(words, comp.offset, count, [(count - 1) << 16 | OP_CONSTANT_COMPOSITE,
+                                             *map(int, words[comp.offset + 1 : comp.offset + count - 1])])
     graph_error(bad, comp.offset, "3 constituents for shape")
 
 
@@ -347,10 +351,11 @@ def test_node_result_not_a_tensor(words):
 
 def test_other_instruction_set(words):
     imp = instruction(words, "OpExtInstImport")
-    from conftest_spirv import string_words
+    from support.spirv import string_words
 
     name = string_words("GLSL.std.450")
-    bad = splice(words, imp.offset, 2 + len(string_words("TOSA.001000.1")), [(2 + len(name)) << 16 | OP_EXT_INST_IMPORT, imp.result, *name])
+    bad = splice(words, imp.offset, 2 + len(string_words("TOSA.001000.1")),
+                 [(2 + len(name)) << 16 | OP_EXT_INST_IMPORT, imp.result, *name])
     add = instruction(bad, "OpExtInst")
     graph_error(bad, add.offset, "instruction set GLSL.std.450 is not supported")
 
@@ -391,7 +396,7 @@ def test_mutated_modules_raise_only_spirv_errors(name, edits):
 
 
 def test_several_entry_points_must_be_named(words):
-    from conftest_spirv import string_words
+    from support.spirv import string_words
 
     entry = instruction(words, "OpGraphEntryPointARM")
     name = string_words("second")
@@ -407,7 +412,8 @@ def test_several_entry_points_must_be_named(words):
 def test_interface_count_differs_from_the_graph_type(words):
     entry = instruction(words, "OpGraphEntryPointARM")
     count = int(words[entry.offset]) >> 16
-    bad = splice(words, entry.offset, count, [(count - 1) << 16 | 4182, *map(int, words[entry.offset + 1 : entry.offset + count - 1])])
+    bad = splice(words, entry.offset, count,
+                 [(count - 1) << 16 | 4182, *map(int, words[entry.offset + 1 : entry.offset + count - 1])])
     graph_error(bad, entry.offset, "1 interface variables for a graph of 1 inputs and 1 outputs")
 
 
@@ -417,5 +423,6 @@ def test_interface_variable_of_another_type(words):
     bad = words.copy()
     bad[entry.offset + (int(words[entry.offset]) >> 16) - 1] = first  # the output slot: the input variable
     var = next(i for i in decode(words).instructions if i.result == first)
-    graph_error(bad, var.offset, f"OpVariable %{first}: type pointer does not point to the graph's tensor type tensor<1x2x2x4 int8>")
+    graph_error(bad, var.offset,
+                f"OpVariable %{first}: type pointer does not point to the graph's tensor type tensor<1x2x2x4 int8>")
     assert second != first

@@ -6,13 +6,12 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-import fixtures
 import numpy as np
 import pytest
-import references
-from build_graphs import GRAPHS
 from hypothesis import HealthCheck, given, settings
 
+import fixtures
+import references
 from pyvgf.testing import (
     FAMILIES,
     GraphCase,
@@ -22,6 +21,7 @@ from pyvgf.testing import (
     pytest_plugin,
     reference_run,
 )
+from support.graphs import GRAPHS
 
 FAST = settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 pytest_plugin.register_profiles()

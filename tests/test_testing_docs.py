@@ -24,7 +24,8 @@ def test_the_worked_example_passes(tmp_path):
     (tmp_path / "test_my_backend.py").write_text(example)
     # the example as written, with a 3-example profile to keep the suite fast
     (tmp_path / "conftest.py").write_text(
-        conftest + "from hypothesis import settings\nsettings.register_profile('check', max_examples=3, deadline=None, derandomize=True)\n"
+        conftest + "from hypothesis import settings\n"
+        "settings.register_profile('check', max_examples=3, deadline=None, derandomize=True)\n"
     )
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     proc = subprocess.run(

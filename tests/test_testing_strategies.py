@@ -3,13 +3,12 @@ them), built files are the graphs model-converter makes, and the comparison help
 
 from __future__ import annotations
 
-import fixtures
 import numpy as np
 import pytest
-from conftest_build import canonical_graph
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+import fixtures
 from pyvgf.build.dtypes import SUPPORTED
 from pyvgf.testing import (
     FAMILIES,
@@ -20,6 +19,7 @@ from pyvgf.testing import (
     reference_run,
     tensors,
 )
+from support.build import canonical_graph
 
 FAST = settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest_tosa import (
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyvgf.errors import TosaError
+from pyvgf.types import TensorType
+from support.tosa import (
     FLOAT_TYPES,
     FP32,
     I8,
@@ -18,11 +23,6 @@ from conftest_tosa import (
     run_op,
     shapes,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-
-from pyvgf.errors import TosaError
-from pyvgf.types import TensorType
 
 FEW = examples(12)
 MANY = examples(300)

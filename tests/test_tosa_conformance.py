@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-import tosa_conformance as tc  # tools/tosa_conformance.py (tests/conftest.py puts tools/ on sys.path)
+
+import tosa_conformance as tc  # tools/tosa_conformance.py
 
 DEFAULT_OPS = ("ADD", "MUL", "TABLE")
 """The operators whose fast cases the default suite runs (the others are in the slow suite)."""
@@ -42,7 +43,7 @@ def _check(op_cases: list[tc.Case], op: str, backend: str = "cpu") -> None:
     if not op_cases:
         pytest.skip(f"tosa_verif_build_tests makes no TOSA 1.0 case for {op}")
     if backend == "vulkan":
-        from conftest_vulkan import require_vulkan
+        from support.vulkan import require_vulkan
 
         require_vulkan()
     outcomes = [tc.run_case(case, backend) for case in op_cases]

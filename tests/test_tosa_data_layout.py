@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest_tosa import (
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pyvgf.errors import TosaError
+from pyvgf.types import TensorType
+from support.tosa import (
     BF16,
     BOOL,
     FP8E4M3,
@@ -23,11 +28,6 @@ from conftest_tosa import (
     run_op,
     shapes,
 )
-from hypothesis import given
-from hypothesis import strategies as st
-
-from pyvgf.errors import TosaError
-from pyvgf.types import TensorType
 
 FEW = examples(12)
 MANY = examples(200)

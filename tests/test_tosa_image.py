@@ -8,14 +8,14 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_tosa import examples
-from conftest_tosa_tensor import Case, Shape, run_case
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
 from pyvgf.tosa import OPS
 from pyvgf.types import TensorType
+from support.tosa import examples
+from support.tosa_tensor import Case, Shape, run_case
 
 I8, I16, I32, I48 = (np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 F16, BF16, F32 = (np.dtype(t) for t in (np.float16, ml_dtypes.bfloat16, np.float32))

@@ -13,14 +13,14 @@ import tempfile
 import ml_dtypes
 import numpy as np
 import pytest
-from conftest_tosa import examples
-from conftest_tosa_tensor import Case, assert_close, run_case
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from pyvgf.errors import TosaError
 from pyvgf.tosa import OPS
 from pyvgf.types import TensorType
+from support.tosa import examples
+from support.tosa_tensor import Case, assert_close, run_case
 
 I4, I8, I16, I32, I48 = (np.dtype(t) for t in (ml_dtypes.int4, np.int8, np.int16, np.int32,
                                                np.int64))

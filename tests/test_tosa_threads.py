@@ -12,14 +12,15 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-numba = pytest.importorskip("numba", reason="the fast executor needs the fast extra")
+pytest.importorskip("numba", reason="the fast executor needs the fast extra")
+import numba
 import threadpoolctl
-from conftest_spirv import fixtures, random_input, vgf_graph
-from conftest_tosa import run_op
 
 from pyvgf.fast import conv, kernels, threads
 from pyvgf.fast.plan import FastPlan as GraphPlan
 from pyvgf.types import TensorType
+from support.spirv import fixtures, random_input, vgf_graph
+from support.tosa import run_op
 
 pytestmark = [pytest.mark.fast, pytest.mark.skipif(numba.config.NUMBA_NUM_THREADS < 2,
                                                    reason="numba has one thread here: nothing is split")]

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest_tosa import (
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from pyvgf.errors import TosaError
+from pyvgf.tosa.type_conversion import _CASTS
+from pyvgf.types import TensorType
+from support.tosa import (
     BOOL,
     FP32,
     I8,
@@ -20,12 +26,6 @@ from conftest_tosa import (
     run_op,
     shapes,
 )
-from hypothesis import HealthCheck, assume, given, settings
-from hypothesis import strategies as st
-
-from pyvgf.errors import TosaError
-from pyvgf.tosa.type_conversion import _CASTS
-from pyvgf.types import TensorType
 
 HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much]
 FEW = settings(max_examples=15, deadline=None, suppress_health_check=HEALTH)

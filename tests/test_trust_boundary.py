@@ -183,7 +183,7 @@ def test_spirv_errors_name_the_instruction(monkeypatch):
 def test_graph_tensors_within_the_device_limits(backend):
     """An intermediate of rank 9 is refused before any pipeline (the devices here take 8 at most)."""
     if backend == "vulkan":
-        from conftest_vulkan import require_vulkan
+        from support.vulkan import require_vulkan
 
         require_vulkan()
     g = Graph()
@@ -273,7 +273,7 @@ def test_resources_over_the_budget_are_refused(monkeypatch):
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_file_rewritten_or_truncated_after_load_changes_nothing(backend, tmp_path):
     if backend == "vulkan":
-        from conftest_vulkan import require_vulkan
+        from support.vulkan import require_vulkan
 
         require_vulkan()
     g = Graph()
@@ -336,7 +336,7 @@ print(marks[1] - marks[0])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_dropped_models_free_their_device_objects(backend):
     if backend == "vulkan":
-        from conftest_vulkan import require_vulkan
+        from support.vulkan import require_vulkan
 
         require_vulkan()
     model = pyvgf.load(graph().to_bytes(), backend=backend)
@@ -352,7 +352,7 @@ def test_dropped_models_free_their_device_objects(backend):
 
 
 def test_dropped_hal_device_destroys_its_vulkan_objects():
-    from conftest_vulkan import add_pipeline, require_vulkan
+    from support.vulkan import add_pipeline, require_vulkan
 
     require_vulkan()
     adapter = hal.request_adapter("vulkan")
@@ -386,7 +386,7 @@ def test_200_unclosed_cpu_cycles_stay_flat():
 
 @pytest.mark.slow
 def test_200_unclosed_vulkan_cycles_stay_flat():
-    from conftest_vulkan import require_vulkan
+    from support.vulkan import require_vulkan
 
     require_vulkan()
     assert _growth("vulkan", 200) < 32 << 20

@@ -8,8 +8,11 @@ import sys
 
 import numpy as np
 import pytest
+
 import references  # tools/references.py
-from conftest_vulkan import (
+from pyvgf import hal
+from pyvgf.errors import HalError
+from support.vulkan import (
     GraphModel,
     bound_session,
     chained_add,
@@ -18,28 +21,8 @@ from conftest_vulkan import (
     require_vulkan,
 )
 
-from pyvgf import hal
-from pyvgf.errors import HalError
-
 pytestmark = pytest.mark.vulkan
 TENSOR = hal.DescriptorType.TENSOR
-
-
-@pytest.fixture(scope="module")
-def adapter():
-    require_vulkan()
-    a = hal.request_adapter("vulkan")
-    yield a
-    a.destroy()
-
-
-@pytest.fixture
-def device(adapter):
-    """A device whose every Vulkan object is gone once it is destroyed."""
-    dev = adapter.request_device()
-    yield dev
-    dev.destroy()
-    assert dev.live_objects() == {}, dev.live_objects()
 
 
 def test_add_equals_numpy(device, vgf_model):

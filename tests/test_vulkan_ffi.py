@@ -15,7 +15,8 @@ from pyvgf.hal.vulkan._ffi import ffi
 
 @pytest.fixture(scope="module")
 def registry():
-    vulkan_object = pytest.importorskip("vulkan_object", reason="the Vulkan registry (pip vulkan-object) is not installed")
+    vulkan_object = pytest.importorskip("vulkan_object",
+                                        reason="the Vulkan registry (pip vulkan-object) is not installed")
     return ET.parse(Path(vulkan_object.__file__).parent / "vk.xml").getroot()
 
 
@@ -32,7 +33,8 @@ def _c_type(member: ET.Element) -> tuple[str, str]:
     return re.sub(r"\s+", "", text), name
 
 
-STRUCTS = [name for name in re.findall(r"typedef struct (Vk\w+) \{", _ffi.CDEF) if name not in ("VkMemoryRequirements", "VkMemoryRequirements2")]
+STRUCTS = [name for name in re.findall(r"typedef struct (Vk\w+) \{", _ffi.CDEF)
+           if name not in ("VkMemoryRequirements", "VkMemoryRequirements2")]
 
 
 @pytest.mark.parametrize("struct", STRUCTS)
@@ -43,7 +45,7 @@ def test_struct_members_match_registry(registry, struct):
     want = [_c_type(m) for m in members]
     got = ffi.typeof(struct).fields
     assert [n for _, n in want] == [n for n, _ in got]
-    for (wtype, wname), (gname, field) in zip(want, got):
+    for (wtype, wname), (_, field) in zip(want, got):
         base = wtype.replace("const", "").replace("*", "").split("[")[0]
         expect = ffi.typeof(base) if base not in ("void", "char") else None
         if "[" in wtype:
@@ -58,7 +60,8 @@ def test_struct_members_match_registry(registry, struct):
 
 @pytest.mark.parametrize("name", _ffi.DEVICE_FUNCTIONS + _ffi.INSTANCE_FUNCTIONS)
 def test_function_pointers_match_registry(registry, name):
-    node = next(c for c in registry.iter("command") if c.find("proto") is not None and c.find("proto/name").text == name)
+    node = next(c for c in registry.iter("command")
+                if c.find("proto") is not None and c.find("proto/name").text == name)
     params = [p for p in node.findall("param") if p.get("api") in (None, "vulkan")]
     pfn = ffi.typeof(f"PFN_{name}")
     assert len(pfn.args) == len(params)

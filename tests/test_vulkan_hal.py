@@ -6,31 +6,15 @@ import threading
 
 import numpy as np
 import pytest
-import references  # tools/references.py
-from conftest_vulkan import add_pipeline, bound_session, read_vgf, require_vulkan
 
+import references  # tools/references.py
 from pyvgf import HalError, hal
 from pyvgf.format import Format
+from support.vulkan import add_pipeline, bound_session, read_vgf, require_vulkan
 
 pytestmark = pytest.mark.vulkan
 F32 = Format.R32_SFLOAT
 TENSOR = hal.DescriptorType.TENSOR
-
-
-@pytest.fixture(scope="module")
-def adapter():
-    require_vulkan()
-    a = hal.request_adapter("vulkan")
-    yield a
-    a.destroy()
-
-
-@pytest.fixture
-def device(adapter):
-    dev = adapter.request_device()
-    yield dev
-    dev.destroy()
-    assert dev.live_objects() == {}, dev.live_objects()
 
 
 def test_adapter_describes_the_device(adapter):
@@ -193,7 +177,8 @@ def test_prepared_run_interrupted_before_its_wait(device, monkeypatch):
 
 
 def test_glsl_compute_module_is_refused(device):
-    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(0, hal.DescriptorType.STORAGE_BUFFER)])
+    binding = hal.DescriptorSetLayoutBinding(0, hal.DescriptorType.STORAGE_BUFFER)
+    set_layout = device.create_descriptor_set_layout([binding])
     layout = device.create_pipeline_layout([set_layout])
     module = device.create_shader_module("void main() {}", name="glsl_op", language="glsl")
     with pytest.raises(HalError, match="'glsl_op' is GLSL source: the vulkan backend runs SPIR-V only"):

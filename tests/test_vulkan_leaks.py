@@ -7,7 +7,8 @@ import os
 
 import numpy as np
 import pytest
-from conftest_vulkan import GraphModel, objects_left, read_vgf, require_vulkan
+
+from support.vulkan import GraphModel, objects_left, read_vgf, require_vulkan
 
 pytestmark = pytest.mark.vulkan
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from importlib import resources
 
-import fixtures  # tools/fixtures.py
 import numpy as np
 import pytest
 
+import fixtures  # tools/fixtures.py
 import pyvgf
 from pyvgf.hal.vulkan.backend import VulkanDevice
 from pyvgf.hal.vulkan.instance import DEVICE_LOCAL as DL

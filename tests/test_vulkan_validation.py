@@ -8,7 +8,8 @@ import re
 
 import numpy as np
 import pytest
-from conftest_vulkan import (
+
+from support.vulkan import (
     GraphModel,
     add_pipeline,
     bound_session,
@@ -39,10 +40,14 @@ ALLOWED: dict[str, str] = {
     "VUID-vkCmdBindPipeline-pipelineBindPoint-parameter": r"\(1000507000\) does not fall within",
     "VUID-vkCmdBindDescriptorSets-pipelineBindPoint-parameter": r"\(1000507000\) does not fall within",
     # VK_PIPELINE_STAGE_2_DATA_GRAPH_BIT_ARM, VK_ACCESS_2_DATA_GRAPH_{READ,WRITE}_BIT_ARM
-    "VUID-VkMemoryBarrier2-srcStageMask-parameter": r"contains flag bits that are not recognized members of VkPipelineStageFlagBits2",
-    "VUID-VkMemoryBarrier2-dstStageMask-parameter": r"contains flag bits that are not recognized members of VkPipelineStageFlagBits2",
-    "VUID-VkMemoryBarrier2-srcAccessMask-parameter": r"contains flag bits that are not recognized members of VkAccessFlagBits2",
-    "VUID-VkMemoryBarrier2-dstAccessMask-parameter": r"contains flag bits that are not recognized members of VkAccessFlagBits2",
+    "VUID-VkMemoryBarrier2-srcStageMask-parameter":
+        r"contains flag bits that are not recognized members of VkPipelineStageFlagBits2",
+    "VUID-VkMemoryBarrier2-dstStageMask-parameter":
+        r"contains flag bits that are not recognized members of VkPipelineStageFlagBits2",
+    "VUID-VkMemoryBarrier2-srcAccessMask-parameter":
+        r"contains flag bits that are not recognized members of VkAccessFlagBits2",
+    "VUID-VkMemoryBarrier2-dstAccessMask-parameter":
+        r"contains flag bits that are not recognized members of VkAccessFlagBits2",
     # a pipeline made by vkCreateDataGraphPipelinesARM, which the layer never saw created
     "VUID-vkCmdBindPipeline-pipeline-parameter": ARM_PIPELINE,
     "VUID-vkDestroyPipeline-pipeline-parameter": ARM_PIPELINE,

@@ -19,9 +19,9 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 
 import fixtures  # noqa: E402  (tools/fixtures.py)
+from pyvgf.fast.plan import FastPlan as GraphPlan  # noqa: E402  (the cpu backend's)
 from pyvgf.format import read  # noqa: E402
 from pyvgf.spirv import decode_graph  # noqa: E402
-from pyvgf.fast.plan import FastPlan as GraphPlan  # noqa: E402  (the cpu backend's)
 
 
 def real_models() -> list[Path]:

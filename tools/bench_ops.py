@@ -37,12 +37,12 @@ if __name__ == "__main__":
         for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
             os.environ[_var] = str(_THREADS)
 
-import numpy as np
+import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pyvgf.fast.plan import fast_ops
-from pyvgf.tosa import OPS as REFERENCE
+from pyvgf.fast.plan import fast_ops  # noqa: E402
+from pyvgf.tosa import OPS as REFERENCE  # noqa: E402
 
 OPS = fast_ops(REFERENCE)  # the fast executor's operators, which the cpu backend runs
 

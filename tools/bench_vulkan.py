@@ -149,7 +149,8 @@ def split(runs: int) -> str:
                 model.run(inputs)
                 total = clock() - start
                 wait, driver = spent["wait"] - before["wait"], spent["driver"] - before["driver"]
-                for key, value in (("wall", total), ("wait", wait), ("driver", driver), ("rest", total - wait - driver)):
+                for key, value in (("wall", total), ("wait", wait), ("driver", driver),
+                                   ("rest", total - wait - driver)):
                     parts[key].append(value)
         host = []
         with driver_stubbed():

@@ -22,6 +22,8 @@ CACHE = Path(os.environ.get("PYVGF_FIXTURE_CACHE", ROOT / ".cache" / "fixtures")
 MODELS = ROOT / "tests" / "models"
 REAL = ROOT / "tests" / "fixtures" / "real"
 """The real models made by Arm's tools elsewhere (see its README.md for provenance and licence)."""
+REAL_MODELS = {"mobilenet_v2": REAL / "mobilenet_v2_int8.vgf", "vww4": REAL / "vww4_int8.vgf"}
+"""The real int8 models of REAL by name (never modified)."""
 
 
 class ToolMissing(RuntimeError):

@@ -6,11 +6,11 @@
 
 Seeds: the VGF targets (read, load-*, cli) mutate the real int8 models of tests/fixtures/real,
 model-converter fixtures of tests/models and the bundled example; the SPIR-V targets (spirv-*)
-mutate the SPIR-V words of graphs built with pyvgf.build (tests/build_graphs.py); the scenario
+mutate the SPIR-V words of graphs built with pyvgf.build (tests/support/graphs.py); the scenario
 target mutates the bytes of scenario files naming such fixtures (scenario_seeds); the pte targets
 (pyvgf.load + run, and the CLI) mutate the ExecuTorch programs of tests/fixtures/pte. The targets
-run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by outcome, failures (escapes,
-crashes, hangs; each saved to --out as a reproducer), the slowest case and the workers' peak
+run at once; `--jobs N` splits each target's cases over N workers. Prints, per target: cases by
+outcome, failures (escapes, crashes, hangs; each saved to --out as a reproducer), the slowest case and the workers' peak
 resident memory; exits 1 when there was a failure. SIGTERM or Ctrl-C ends the campaign after the
 cases in flight and still prints (and writes) the figures of what ran.
 """
@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tools"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from pyvgf.testing import fuzz
+from pyvgf.testing import fuzz  # noqa: E402
 
 FIXTURES = ["add_f32", "format_segments", "format_const_dtypes", "runtime_segments", "runtime_constants",
             "vulkan_conv2d_f32", "spirv_int8_conv_rescale", "runtime_multi_io"]
@@ -48,7 +48,7 @@ def vgf_seeds() -> list[bytes]:
 
 def spirv_seeds() -> list[bytes]:
     """VGFs of graphs built with pyvgf.build, whose SPIR-V words the spirv-* targets mutate."""
-    from build_graphs import GRAPHS
+    from support.graphs import GRAPHS
 
     return [make().to_bytes() for make in GRAPHS.values()]
 
@@ -56,9 +56,9 @@ def spirv_seeds() -> list[bytes]:
 def scenario_seeds() -> list[bytes]:
     """Scenario files naming real files by absolute path (written once to the fixture cache): the
     vgf_dump templates of fixtures with their inputs, and one with memory groups and barriers."""
-    import fixtures
     import numpy as np
 
+    import fixtures
     from pyvgf.format import read
     from pyvgf.format.model import numpy_dtype
     from pyvgf.scenario import template

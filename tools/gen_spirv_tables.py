@@ -54,7 +54,8 @@ def render(core: dict, tosa: dict) -> str:
     ]
     for kind in core["operand_kinds"]:
         lines.append(f"    {kind['kind']!r}: {kind['category']!r},")
-    lines += ["}", "", "# composite operand kind -> the kinds it is made of", "COMPOSITE_BASES: dict[str, tuple[str, ...]] = {"]
+    lines += ["}", "", "# composite operand kind -> the kinds it is made of",
+              "COMPOSITE_BASES: dict[str, tuple[str, ...]] = {"]
     for kind in core["operand_kinds"]:
         if kind["category"] == "Composite":
             lines.append(f"    {kind['kind']!r}: {tuple(kind['bases'])!r},")

@@ -413,7 +413,8 @@ FIXTURES = {
         "model": PortableMath, "no_delegate": True,
         "inputs": lambda: (torch.randn((3, 4), generator=torch.Generator().manual_seed(10)) * 2,
                            torch.randn((3, 4), generator=torch.Generator().manual_seed(11)) * 2,
-                           torch.randint(-50, 50, (3, 4), dtype=torch.int32, generator=torch.Generator().manual_seed(12)),
+                           torch.randint(-50, 50, (3, 4), dtype=torch.int32,
+                                         generator=torch.Generator().manual_seed(12)),
                            torch.randint(1, 9, (3, 4), dtype=torch.int32, generator=torch.Generator().manual_seed(13))
                            * torch.tensor([1, -1, 1, -1], dtype=torch.int32)),
     },

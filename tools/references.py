@@ -23,8 +23,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 
 import numpy as np
-from fixtures import tosa_from_mlir
 
+from fixtures import tosa_from_mlir
 from pyvgf.elements import BY_MLIR, raw_view
 from pyvgf.format import Format, numpy_dtype
 from pyvgf.hal.vulkan.layers import emulation_layer_env
@@ -208,7 +208,9 @@ def vgf_io(vgf_path: str | Path) -> tuple[list[TensorSpec], list[TensorSpec]]:
         return _specs(_template(Path(vgf_path).resolve(), Path(tmp)))
 
 
-def scenario_prepare(vgf_path: str | Path, inputs: list[np.ndarray], work: Path) -> tuple[Path, list[tuple[Path, TensorSpec]]]:
+def scenario_prepare(
+    vgf_path: str | Path, inputs: list[np.ndarray], work: Path
+) -> tuple[Path, list[tuple[Path, TensorSpec]]]:
     """Write the inputs and a filled-in scenario for `vgf_path` into folder `work`.
 
     Returns the scenario JSON and, for each output in model-sequence order, the .npy path that

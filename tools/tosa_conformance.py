@@ -52,9 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from fixtures import tool  # tools/fixtures.py, beside this file
-
-from pyvgf.elements import BY_TOSA
+from fixtures import tool  # noqa: E402  (tools/fixtures.py, beside this file)
+from pyvgf.elements import BY_TOSA  # noqa: E402
 
 CACHE = Path(os.environ.get("PYVGF_CONFORMANCE_CACHE", ROOT / ".cache" / "conformance"))
 TOSA_VERSION = "1.0.0"

@@ -143,7 +143,8 @@ class _Writer:
             elem = self.scalar_type(spec.etype)
             rank = len(spec.shape)
             array = self.cached(("array", rank), lambda: self._array_type(rank))
-            shape = self.cached(("shape", spec.shape), lambda: self._composite(array, [self.u32(d) for d in spec.shape]))
+            shape = self.cached(("shape", spec.shape),
+                                lambda: self._composite(array, [self.u32(d) for d in spec.shape]))
             rid = self.new_id()
             self.inst(self.globals, "OpTypeTensorARM", rid, elem, self.u32(rank), shape)
             return rid

@@ -202,7 +202,8 @@ def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bo
     segments = _segments(raw, base, size)
     inline = [item["data"] for item in raw["backend_delegate_data"] or []]
     constants = _ConstantStore(raw, data, segments)
-    methods = [_method(i, plan, data, inline, segments, constants) for i, plan in enumerate(raw["execution_plan"] or [])]
+    methods = [_method(i, plan, data, inline, segments, constants)
+               for i, plan in enumerate(raw["execution_plan"] or [])]
     if not methods:
         raise ProgramFormatError("the program has no execution plan", section="program")
     return Program(raw["version"], methods, extended, segments, size)
@@ -319,7 +320,8 @@ def _method(i: int, plan: dict, data: np.ndarray, inline: list[Span | None], seg
             if not 0 <= body["delegate_index"] < len(delegates):
                 raise ProgramFormatError(f"{where}: {what} calls delegate {body['delegate_index']} of "
                                          f"{len(delegates)}", section="program")
-            instructions.append(DelegateCall(body["delegate_index"], tuple(index(a, what) for a in _ints(body["args"]))))
+            instructions.append(DelegateCall(body["delegate_index"],
+                                             tuple(index(a, what) for a in _ints(body["args"]))))
         elif tag == InstructionKind.MOVE_CALL:
             instructions.append(MoveCall(index(body["move_from"], what), index(body["move_to"], what)))
         elif tag == InstructionKind.JUMP_FALSE_CALL:

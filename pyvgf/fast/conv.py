@@ -12,8 +12,8 @@ A graph's step works out once, at its first run, everything that does not depend
 values (geometry, the GEMM's type, the weight matrix, how the result is finished: _Conv,
 _Depthwise); a call of the op itself does it per call. Each works a band of output rows at a
 time: the band's patches, accumulator, bias and output type stay in cache, and so does the
-`epilogue` the plan may fuse in (a CLAMP or RESCALE reading only this result; see plan.py), which then finishes each band in place of a separate pass over the whole
-tensor.
+`epilogue` the plan may fuse in (a CLAMP or RESCALE reading only this result; see plan.py),
+which then finishes each band in place of a separate pass over the whole tensor.
 
 The specification skips padded taps rather than multiplying them: with a non-finite float
 weight (0 x inf is NaN) and padding, CONV2D and CONV3D instead accumulate each tap over the

@@ -34,7 +34,7 @@ from ..tosa.interpreter import (
     takes,
 )
 from ..types import TensorType
-from . import activation, conv, rescale, tensor
+from . import activation, conv, rescale, tensor  # noqa: F401  (each registers its fast ops)
 from .kernels import Rescale
 from .registry import FastOpDef, fast_ops
 from .threads import one_blas_thread, run_threads
@@ -157,7 +157,7 @@ class _Epilogue:
     def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
         for node, opdef, static in self.chain[start:]:
             fn = opdef.inplace or opdef.fn
-            band = guard(node, lambda: fn(input=band, **static))  # type: ignore[assignment]
+            band = guard(node, lambda: fn(input=band, **static))  # type: ignore[assignment]  # noqa: B023 (called at once)
         return band
 
     def __repr__(self) -> str:

@@ -15,8 +15,8 @@ The thread count follows `pyvgf.set_num_threads(n)` (process) or `load(..., thre
 Model), applied to each run in the thread that runs it (`run_threads`); else numba's default.
 
 The depthwise loop, float GEMMs and the RESCALE fused after a convolution (compiled.py,
-kernels.split_gemm) split their rows over numba's threads: numba.get_num_threads(), one per core unless NUMBA_NUM_THREADS or
-numba.set_num_threads says otherwise. While a graph that calls BLAS runs with more than one
+kernels.split_gemm) split their rows over numba's threads: numba.get_num_threads(), one per core
+unless NUMBA_NUM_THREADS or numba.set_num_threads says otherwise. While a graph that calls BLAS runs with more than one
 such thread, BLAS runs one thread of its own (`one_blas_thread`): the GEMM blocks call it from
 every worker at once, and two pools of busy-waiting threads on the same cores slowed
 MobileNetV2 by 15x when tried. (Python's own threads were tried too: handing a range to a
@@ -45,9 +45,9 @@ SPIN_COUNT = 20_000
 if "OMP_WAIT_POLICY" not in os.environ:
     os.environ.setdefault("GOMP_SPINCOUNT", str(SPIN_COUNT))
 
-import numba  # after GOMP_SPINCOUNT: OpenMP reads it when loaded
+import numba  # noqa: E402  (after GOMP_SPINCOUNT: OpenMP reads it when loaded)
 
-from . import num_threads
+from . import num_threads  # noqa: E402
 
 _forked = False
 
@@ -101,7 +101,7 @@ class _BlasLimit:
             self._users += 1
             if self._users == 1:
                 if not self._libraries:
-                    import scipy.linalg.cython_blas
+                    import scipy.linalg.cython_blas  # noqa: F401  (numba's BLAS: load it first)
                     from threadpoolctl import ThreadpoolController
                     self._libraries = ThreadpoolController().select(user_api="blas").lib_controllers
                 self._saved = [library.get_num_threads() for library in self._libraries]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .. import vknames
@@ -154,7 +154,7 @@ def overview(
     (name, MRT index or None for an unused input); `ops` maps a module index to its operator
     counts, or to why they could not be counted."""
 
-    def io(rows: list[tuple[str, int | None]]) -> list[str]:
+    def io(rows: Sequence[tuple[str, int | None]]) -> list[str]:
         width = max((len(name) for name, _ in rows), default=0)
         return [f"  {name:{width}}  {_resource_text(vgf, m)}" for name, m in rows]
 
@@ -169,9 +169,9 @@ def overview(
         "inputs:", *io(inputs), "outputs:", *io(outputs), "segments:",
     ]
     for i, s in enumerate(segments):
-        counts = ops.get(s.module_index)
+        module_ops = ops.get(s.module_index)
         what = f"dispatch {s.dispatch_shape}" if s.type == ModuleType.COMPUTE else (
-            counts if isinstance(counts, str) else f"{sum((counts or {}).values())} TOSA op(s)")
+            module_ops if isinstance(module_ops, str) else f"{sum((module_ops or {}).values())} TOSA op(s)")
         lines.append(f"  [{i}] {ModuleType(s.type).name:7} {s.name}  module {s.module_index}  {what}")
     if total:
         width = max(map(len, total))

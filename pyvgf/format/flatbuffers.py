@@ -264,7 +264,7 @@ class Table(_Located):
     def add_order(self) -> list[Field]:
         """The order flatc's generated `Create<Table>()` adds fields: by inline size, largest
         first, and within one size in reverse declaration order."""
-        order = []
+        order: list[Field] = []
         for size in (8, 4, 2, 1):
             order.extend(f for f in reversed(self.fields) if f.inline_size == size)
         return order
@@ -362,7 +362,7 @@ class Builder:
         """A vector of scalars from a sequence, numpy array or bytes-like object."""
         data = np.ascontiguousarray(values, dtype=kind.dtype).reshape(-1)
         self._start_vector(len(data), kind.size, kind.size)
-        self._push(memoryview(data).cast("B"))
+        self._push(data.data.cast("B"))
         return self._push_scalar(u32, len(data))
 
     def create_offset_vector(self, offsets: list[int]) -> int:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -57,7 +58,10 @@ class DescriptorType(enum.IntEnum):
     NONE = 0xFFFFFFFF
 
 
-Format = enum.IntEnum("Format", {"UNDEFINED": 0, **dict(sorted(FORMAT_VALUES.items(), key=lambda kv: kv[1]))})
+if TYPE_CHECKING:
+    Format: Any  # its members are made from a table at import, which a type checker cannot see
+else:
+    Format = enum.IntEnum("Format", {"UNDEFINED": 0, **dict(sorted(FORMAT_VALUES.items(), key=lambda kv: kv[1]))})
 """The VkFormat values of tensors (one component each) that VGF resources use: the formats of
 `pyvgf.elements.TABLE`, named as vk.xml names them (without VK_FORMAT_)."""
 

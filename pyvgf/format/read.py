@@ -95,7 +95,7 @@ def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bo
     writes while they are loaded.
     """
     data = snapshot(source, mmap)
-    view = memoryview(data)
+    view = data.data
     stream = _ViewStream(view)
     size = len(data)
     header, sections = _read_header(view, size)
@@ -185,6 +185,7 @@ def _modules(root: dict, data: np.ndarray) -> list[Module]:
     for i, m in enumerate(root["modules"] or []):
         tag, value = m["code"]
         code_type = _enum(CodeType, tag, f"module {i} code type", "module table")
+        code: np.ndarray | str | None
         if value is None:
             code = None
         elif code_type is CodeType.SPIRV:

@@ -66,6 +66,9 @@ def _module(b: Builder, m: Module) -> int:
             words = b.create_scalar_vector(u32, np.asarray(m.code, dtype=np.uint32))
             code = s.SPIRV.build_into(b, words=words)
         elif m.code_type in (CodeType.GLSL, CodeType.HLSL):
+            if not isinstance(m.code, str):
+                raise VGFFormatError(f"module {m.name!r} has GLSL or HLSL code that is not a str",
+                                     section="module table")
             table = s.GLSL if m.code_type == CodeType.GLSL else s.HLSL
             code = table.build_into(b, code=b.create_string(m.code))
         else:
@@ -252,7 +255,7 @@ def _resource_table(vgf: VGF) -> bytes:
 
 
 def _constant_bytes(data: np.ndarray) -> memoryview:
-    return memoryview(np.ascontiguousarray(data).reshape(-1).view(np.uint8))
+    return np.ascontiguousarray(data).reshape(-1).view(np.uint8).data
 
 
 def _constants_v00(vgf: VGF) -> Chunks:

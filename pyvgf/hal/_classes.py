@@ -22,7 +22,7 @@ import inspect
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -927,7 +927,7 @@ class DescriptorSet(_DeviceChild):
     _kind = "DescriptorSet"
 
     def __init__(self, device: Device, layout: DescriptorSetLayout,
-                 resources: dict[int, TensorView | Buffer], label: str = ""):
+                 resources: Mapping[int, TensorView | Buffer], label: str = ""):
         super().__init__(device, label)
         self.layout = layout
         self.resources = resources
@@ -1173,7 +1173,8 @@ class CommandEncoder(_DeviceChild):
             b._check()
             self._check_device(b)
         size = src.size - src_offset if size is None else size
-        if size <= 0 or src_offset < 0 or dst_offset < 0 or src_offset + size > src.size or dst_offset + size > dst.size:
+        if (size <= 0 or src_offset < 0 or dst_offset < 0
+                or src_offset + size > src.size or dst_offset + size > dst.size):
             raise HalError(f"buffer copy of {size} bytes at {src_offset} -> {dst_offset} is out of range")
         self._copy_buffer(src, dst, src_offset, dst_offset, size)
 
@@ -1435,11 +1436,12 @@ class PreparedRun(_DeviceChild):
             raise HalError(f"{self} takes {len(self.inputs)} arrays, got {len(arrays)}")
         checked = []
         for res, takes, data in zip(self.inputs, self._takes, arrays):
-            if takes is None:
+            if takes is None:  # a buffer
+                size = cast(Buffer, res).size
                 raw = (np.frombuffer(data, np.uint8) if isinstance(data, (bytes, bytearray, memoryview))
                        else np.ascontiguousarray(data).reshape(-1).view(np.uint8))
-                if raw.size > res.size:
-                    raise HalError(f"write of {raw.size} bytes at 0 overflows {res} ({res.size} bytes)")
+                if raw.size > size:
+                    raise HalError(f"write of {raw.size} bytes at 0 overflows {res} ({size} bytes)")
                 checked.append(raw)
                 continue
             if not isinstance(data, np.ndarray):

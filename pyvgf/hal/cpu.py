@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import cast
 
 import numpy as np
 
@@ -164,7 +165,7 @@ class CpuMemory(hal.DeviceMemory):
         self.bytes = np.zeros(size, np.uint8)
 
     def _destroy(self):
-        self.bytes = None
+        del self.bytes
 
 
 def _bytes_of(memory: CpuMemory | None, offset: int, size: int) -> tuple[np.ndarray, int]:
@@ -186,7 +187,7 @@ class CpuTensor(hal.Tensor):
         return np.ndarray(d.shape, d.dtype, buffer=self._bytes, offset=self._offset, strides=d.byte_strides)
 
     def _destroy(self):
-        self._bytes = None
+        del self._bytes
 
 
 class CpuBuffer(hal.Buffer):
@@ -200,11 +201,12 @@ class CpuBuffer(hal.Buffer):
         return self._bytes[self._offset:self._offset + self.size]
 
     def _destroy(self):
-        self._bytes = None
+        del self._bytes
 
 
 def _view(resource: hal.TensorView | hal.Buffer) -> np.ndarray:
-    return resource.tensor.array() if isinstance(resource, hal.TensorView) else resource.array()
+    owner = resource.tensor if isinstance(resource, hal.TensorView) else resource
+    return cast("CpuTensor | CpuBuffer", owner).array()
 
 
 def _as(array: np.ndarray, ttype: TensorType | None) -> np.ndarray:
@@ -293,7 +295,7 @@ class CpuCommandEncoder(hal.CommandEncoder):
         self._steps.append(run)
 
     def _dispatch(self, x, y, z):
-        pipeline = self._state.pipelines[hal.PipelineBindPoint.COMPUTE]
+        pipeline = cast(CpuComputePipeline, self._state.pipelines[hal.PipelineBindPoint.COMPUTE])
         sets = self._sets(hal.PipelineBindPoint.COMPUTE)
         bound = {(i, b): res for i, s in sets.items() for b, res in s.resources.items()}
 

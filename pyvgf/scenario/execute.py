@@ -343,7 +343,7 @@ class ScenarioRun:
         schedule = self.schedules[command.path]
         interface = self.interfaces[command.path]
         views = {}
-        for n, plan in enumerate(schedule.segments):
+        for plan in schedule.segments:
             graph = isinstance(plan.pipeline, hal.DataGraphPipeline)
             point = hal.PipelineBindPoint.DATA_GRAPH if graph else hal.PipelineBindPoint.COMPUTE
             encoder.bind_pipeline(plan.pipeline)

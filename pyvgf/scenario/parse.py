@@ -317,7 +317,8 @@ class _Parser:
 
     def tensor(self, obj: _Obj) -> TensorResource:
         if obj.has("alias_target"):
-            raise ScenarioError("alias_target is deprecated in scenario files: use memory_group", path=obj.at("alias_target"))
+            raise ScenarioError("alias_target is deprecated in scenario files: use memory_group",
+                                path=obj.at("alias_target"))
         dims = obj.get("dims", _array(_int(1, 2**31 - 1)))
         if not 1 <= len(dims) <= 8:
             raise ScenarioError(f"a tensor has 1 to 8 dimensions, got {len(dims)}", path=obj.at("dims"))

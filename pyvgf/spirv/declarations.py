@@ -10,8 +10,9 @@ uses it; what is malformed raises SpirvError at once.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, NamedTuple, Union, cast
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -58,7 +59,7 @@ class Opaque:
     what: str
 
 
-Type = Union[np.dtype, Array, Pointer, GraphType, Struct, TensorType, Opaque]
+Type = np.dtype | Array | Pointer | GraphType | Struct | TensorType | Opaque
 
 
 class Bits(NamedTuple):
@@ -133,7 +134,8 @@ class Declarations:
                 self.graphs[inst.result] = (inst, body)
             elif inst.result and inst.opname.startswith("OpType"):
                 self.types[inst.result] = Opaque(inst.opname)
-            elif inst.result and (inst.opname.startswith("OpSpecConstant") or inst.opname in ("OpUndef", "OpConstantSampler")):
+            elif inst.result and (inst.opname.startswith("OpSpecConstant")
+                                  or inst.opname in ("OpUndef", "OpConstantSampler")):
                 self.constants[inst.result] = Opaque(inst.opname)
         for head, rest in self.graphs.values():
             if rest is body:
@@ -151,7 +153,8 @@ class Declarations:
     def tensor(self, tid: int, inst: Instruction, what: str) -> TensorType:
         t = self.type(tid, inst, what)
         if not isinstance(t, TensorType):
-            raise SpirvError(f"{inst.opname}: {what} %{tid} is not a shaped tensor type ({describe(t)})", word=inst.offset)
+            raise SpirvError(f"{inst.opname}: {what} %{tid} is not a shaped tensor type ({describe(t)})",
+                             word=inst.offset)
         return t
 
     def lookup(self, cid: int) -> np.ndarray | Opaque | None:
@@ -165,7 +168,8 @@ class Declarations:
         if c is None:
             raise SpirvError(f"{inst.opname}: {what} %{cid} is not a constant defined before it", word=inst.offset)
         if isinstance(c, Opaque):
-            raise SpirvError(f"{inst.opname}: {what} %{cid} is an {c.what}, which pyvgf does not evaluate", word=inst.offset)
+            raise SpirvError(f"{inst.opname}: {what} %{cid} is an {c.what}, which pyvgf does not evaluate",
+                             word=inst.offset)
         return c
 
     def index(self, cid: int, inst: Instruction, what: str) -> int:
@@ -217,7 +221,8 @@ class Declarations:
         self.types[inst.result] = Array(element, length)
 
     def _struct(self, inst: Instruction) -> None:
-        self.types[inst.result] = Struct(tuple(self.type(inst.num(i), inst, "member") for i in range(len(inst.operands))))
+        members = (self.type(inst.num(i), inst, "member") for i in range(len(inst.operands)))
+        self.types[inst.result] = Struct(tuple(members))
 
     def _pointer(self, inst: Instruction) -> None:
         self.types[inst.result] = Pointer(inst.num(0), self.types.get(inst.num(1), Opaque("forward pointer")))
@@ -269,7 +274,8 @@ class Declarations:
         width = dtype.itemsize * 8
         words = 2 if width == 64 else 1
         if literal.words != words:
-            raise SpirvError(f"OpConstant: a {width}-bit value takes {words} words, found {literal.words}", word=inst.offset)
+            raise SpirvError(f"OpConstant: a {width}-bit value takes {words} words, found {literal.words}",
+                             word=inst.offset)
         self.constants[inst.result] = Bits(dtype, inst.num(0) & ((1 << width) - 1))
 
     def _boolean(self, inst: Instruction) -> None:
@@ -353,7 +359,8 @@ class Declarations:
             raise SpirvError(f"{inst.opname}: constituent %{cid} is not a constant defined before it", word=inst.offset)
         if isinstance(part, Opaque) or part.dtype != dtype or part.shape != shape:
             got = part.what if isinstance(part, Opaque) else f"{part.dtype}{list(part.shape)}"
-            raise SpirvError(f"{inst.opname}: constituent %{cid} is {got}, expected {dtype}{list(shape)}", word=inst.offset)
+            raise SpirvError(f"{inst.opname}: constituent %{cid} is {got}, expected {dtype}{list(shape)}",
+                             word=inst.offset)
         return part
 
     def _graph_constant(self, inst: Instruction) -> None:
@@ -361,7 +368,8 @@ class Declarations:
         cid = inst.num(0)
         other = self._constant_ids.get(cid)
         if other is not None and other.type != t:
-            raise SpirvError(f"OpGraphConstantARM: graph constant {cid} declared as {other.type} and {t}", word=inst.offset)
+            raise SpirvError(f"OpGraphConstantARM: graph constant {cid} declared as {other.type} and {t}",
+                             word=inst.offset)
         self.graph_constants[inst.result] = self._constant_ids[cid] = GraphConstantDecl(inst.result, cid, t)
 
     # -- debug, annotations, globals -------------------------------------------------------------

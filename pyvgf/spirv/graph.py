@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Union
 
 import numpy as np
 
@@ -19,7 +18,6 @@ from ..types import TensorType
 from . import tables
 from .binary import Instruction, as_words, decode
 from .declarations import BINDING, DESCRIPTOR_SET, Declarations, GraphType, Pointer, Struct, Type, describe, same
-
 
 # -- the IR --------------------------------------------------------------------------------------
 
@@ -73,7 +71,7 @@ class Result:
     element: int | None = None
 
 
-Operand = Union[Const, Input, GraphConstant, Result]
+Operand = Const | Input | GraphConstant | Result
 
 
 @dataclass(frozen=True)
@@ -247,7 +245,8 @@ class _Body:
                                  "or scalar", word=inst.offset)
             return Const(vid, _python(c))
         if c is not None:
-            raise SpirvError(f"{inst.opname}: operand {what} %{vid} is an {c.what}, which pyvgf does not evaluate", word=inst.offset)
+            raise SpirvError(f"{inst.opname}: operand {what} %{vid} is an {c.what}, which pyvgf does not evaluate",
+                             word=inst.offset)
         if vid in self.multi:
             raise SpirvError(f"{inst.opname}: operand {what} %{vid} has several results: extract one", word=inst.offset)
         raise SpirvError(f"{inst.opname}: operand {what} %{vid} is not a value defined before it", word=inst.offset)
@@ -257,11 +256,13 @@ class _Body:
         if len(inst.operands) > 1:
             raise SpirvError("OpGraphInputARM: array inputs (ElementIndex) are not supported", word=inst.offset)
         if not 0 <= index < len(self.inputs):
-            raise SpirvError(f"OpGraphInputARM: input index {index} outside 0..{len(self.inputs) - 1}", word=inst.offset)
+            raise SpirvError(f"OpGraphInputARM: input index {index} outside 0..{len(self.inputs) - 1}",
+                             word=inst.offset)
         t = self.decls.type(inst.result_type, inst, "Result Type")
         port = self.inputs[index]
         if not same(t, port.type):
-            raise SpirvError(f"OpGraphInputARM: type {describe(t)} differs from input {index}'s {port.type}", word=inst.offset)
+            raise SpirvError(f"OpGraphInputARM: type {describe(t)} differs from input {index}'s {port.type}",
+                             word=inst.offset)
         self.values[inst.result] = Input(inst.result, index, port.type)
 
     def ext_inst(self, inst: Instruction) -> None:
@@ -308,14 +309,17 @@ class _Body:
     def composite_extract(self, inst: Instruction) -> None:
         node = self.multi.get(inst.num(0))
         if node is None or len(inst.operands) != 2 or not isinstance(node.result_type, tuple):
-            raise SpirvError(f"OpCompositeExtract: %{inst.num(0)} is not a multi-result op (or several indexes)", word=inst.offset)
+            raise SpirvError(f"OpCompositeExtract: %{inst.num(0)} is not a multi-result op (or several indexes)",
+                             word=inst.offset)
         element = inst.num(1)
         if not 0 <= element < len(node.result_type):
-            raise SpirvError(f"OpCompositeExtract: index {element} outside {node.op}'s {len(node.result_type)} results", word=inst.offset)
+            raise SpirvError(f"OpCompositeExtract: index {element} outside {node.op}'s {len(node.result_type)} results",
+                             word=inst.offset)
         t = node.result_type[element]
         declared = self.decls.type(inst.result_type, inst, "Result Type")
         if not same(declared, t):
-            raise SpirvError(f"OpCompositeExtract: result type {describe(declared)} is not {node.op}'s result {element}: {t}", word=inst.offset)
+            raise SpirvError(f"OpCompositeExtract: result type {describe(declared)} is not {node.op}'s "
+                             f"result {element}: {t}", word=inst.offset)
         self.values[inst.result] = Result(inst.result, node.id, t, element)
 
     def set_output(self, inst: Instruction) -> None:
@@ -324,13 +328,15 @@ class _Body:
         if len(inst.operands) > 2:
             raise SpirvError("OpGraphSetOutputARM: array outputs (ElementIndex) are not supported", word=inst.offset)
         if not 0 <= index < len(self.outputs):
-            raise SpirvError(f"OpGraphSetOutputARM: output index {index} outside 0..{len(self.outputs) - 1}", word=inst.offset)
+            raise SpirvError(f"OpGraphSetOutputARM: output index {index} outside 0..{len(self.outputs) - 1}",
+                             word=inst.offset)
         if self.results[index] is not None:
             raise SpirvError(f"OpGraphSetOutputARM: output {index} is set twice", word=inst.offset)
         expected = self.outputs[index].type
         got = _const_type(value.value) if isinstance(value, Const) else value.type
         if not same(got, expected):
-            raise SpirvError(f"OpGraphSetOutputARM: value %{value.id} is {got}, output {index} is {expected}", word=inst.offset)
+            raise SpirvError(f"OpGraphSetOutputARM: value %{value.id} is {got}, output {index} is {expected}",
+                             word=inst.offset)
         self.results[index] = value
 
 

@@ -46,7 +46,8 @@ def _mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str | None:
         g, w = got.astype(np.float64), want.astype(np.float64)
         finite = np.isfinite(w)
         scale = np.abs(w[finite]).max(initial=1.0)
-        bad = np.where(finite, np.abs(g - w) > rtol * (np.abs(w) + scale * rtol * 10), ~((g == w) | (np.isnan(g) & np.isnan(w))))
+        bad = np.where(finite, np.abs(g - w) > rtol * (np.abs(w) + scale * rtol * 10),
+                       ~((g == w) | (np.isnan(g) & np.isnan(w))))
     if not bad.any():
         return None
     where = tuple(int(i) for i in np.argwhere(bad)[0])
@@ -75,5 +76,6 @@ def assert_backends_agree(model: bytes, inputs: list[np.ndarray],
         for k, (g, w) in enumerate(zip(got, reference)):
             problem = _mismatch(g, w, tolerance(w.dtype) if rtol is None else rtol)
             if problem:
-                raise AssertionError(f"output {k}: backend {name} vs {getattr(backends[0], '__name__', backends[0])}: {problem}")
+                first = getattr(backends[0], "__name__", backends[0])
+                raise AssertionError(f"output {k}: backend {name} vs {first}: {problem}")
     return reference

@@ -498,7 +498,8 @@ def scatter(draw, case: GraphCase, x: Value | None = None) -> Value:
     w = draw(st.integers(1, k))
     rows = [draw(st.permutations(range(k)))[:w] for _ in range(n)]  # the spec requires distinct indices
     updates = case.input(x.dtype, (n, w, c))
-    return case.graph.op("SCATTER", values_in=x, indices=np.array(rows, np.int32), input=updates, result=(x.dtype, x.shape))
+    return case.graph.op("SCATTER", values_in=x, indices=np.array(rows, np.int32), input=updates,
+                         result=(x.dtype, x.shape))
 
 
 _RESIZE_TYPES = {  # (input, mode) -> result

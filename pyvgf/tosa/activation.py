@@ -27,6 +27,7 @@ from .checking import (
 )
 from .registry import tosa_op
 
+
 def _check_float_unary(op: str, result: object, input: object) -> None:
     res = result_type(op, result)
     t = tensor_type(op, "input", input)

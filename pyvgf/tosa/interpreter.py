@@ -2,8 +2,8 @@
 
 `GraphPlan(graph, constants)` binds the graph constants, checks every node against its op's
 registered plan-time check, folds every node whose operands are all known (SPIR-V constants,
-graph constants, folded results), and keeps a flat list of the steps left. `run(inputs)` walks that list with a per-call value
-table, so one plan serves many threads at once.
+graph constants, folded results), and keeps a flat list of the steps left. `run(inputs)` walks
+that list with a per-call value table, so one plan serves many threads at once.
 
 Ops are called as pyvgf/tosa/registry.py says; an op whose function also declares a
 `result_dtype` keyword (CAST) gets the declared element type of its result there.
@@ -46,7 +46,7 @@ class Slot:
     index: int
 
 
-Arg = Union[Known, Slot]
+Arg = Known | Slot
 Args = dict[str, Union[Arg, "list[Arg]"]]  # a variadic operand is a list
 
 
@@ -314,7 +314,8 @@ def guard(node: Node, fn: Callable[[], object]) -> object:
         raise TosaError(f"{node.label}: {type(exc).__name__}: {exc}") from exc
 
 
-def _call(node: Node, fn: Callable[..., object], kwargs: dict[str, object], types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
+def _call(node: Node, fn: Callable[..., object], kwargs: dict[str, object],
+          types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
     out = guard(node, lambda: fn(**kwargs))
     results = out if isinstance(out, tuple) else (out,)
     if len(results) != len(types):

@@ -1,5 +1,5 @@
 // graph (add a constant) -> compute (a SPIR-V shader doubling 32 floats, see doubling_shader() in
-// tests/conftest_runtime.py; the cpu backend runs a Python stand-in) -> graph (subtract a constant and b).
+// tests/support/runtime.py; the cpu backend runs a Python stand-in) -> graph (subtract a constant and b).
 module {
   func.func @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> tensor<4x8xf32> {
     %c1 = "tosa.const"() <{values = dense<[[0.61, 0.616, 0.031, -0.428, -0.892, -0.233, -0.183, -0.909], [-0.902, 0.998, 0.305, -0.531, -0.13, 0.948, 0.795, 0.688], [-0.215, -0.014, 0.353, -0.878, 0.111, -0.457, 0.759, -0.872], [0.358, 0.74, -0.545, 0.791, 0.744, -0.963, 0.415, -0.998]]> : tensor<4x8xf32>}> : () -> tensor<4x8xf32>

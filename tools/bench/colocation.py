@@ -67,7 +67,10 @@ def measure(model, runs: int, rounds: int) -> dict[str, float]:
     import pyvgf
 
     loaded = pyvgf.load(model.vgf)
-    ours: Run = lambda: loaded.run(model.inputs)
+
+    def ours() -> object:
+        return loaded.run(model.inputs)
+
     with tempfile.TemporaryDirectory() as tmp:
         peers = _peers(model, Path(tmp))
         for fn in (ours, *peers.values()):  # warm-up: compiled loops, first touches

@@ -20,6 +20,7 @@ import numpy as np
 
 def _export(model, path: Path) -> None:
     import torch
+
     from models import TORCH_NETS
 
     forward = TORCH_NETS[model.torch_net](model.weights, "cpu")

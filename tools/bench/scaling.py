@@ -25,9 +25,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from pyvgf.build import Graph
-from pyvgf.spirv import decode, decode_graph
-from pyvgf.tosa.interpreter import GraphPlan
+from pyvgf.build import Graph  # noqa: E402
+from pyvgf.spirv import decode, decode_graph  # noqa: E402
+from pyvgf.tosa.interpreter import GraphPlan  # noqa: E402
 
 HEADER = [0x07230203, 0x00010600, 0, 2, 0]
 
@@ -59,7 +59,8 @@ def null_module(n: int) -> np.ndarray:
     i32, i8, arr, rank, d0, d1, shape, tensor, null = range(first, first + 9)
     extra = [(4 << 16) | 21, i32, 32, 0, (4 << 16) | 21, i8, 8, 0, (4 << 16) | 43, i32, rank, 2,
              (4 << 16) | 28, arr, i32, rank, (4 << 16) | 43, i32, d0, n, (4 << 16) | 43, i32, d1, 1 << 15,
-             (5 << 16) | 44, arr, shape, d0, d1, (5 << 16) | 4163, tensor, i8, rank, shape, (3 << 16) | 46, tensor, null]
+             (5 << 16) | 44, arr, shape, d0, d1, (5 << 16) | 4163, tensor, i8, rank, shape,
+             (3 << 16) | 46, tensor, null]
     pos = 5
     while words[pos] & 0xFFFF != 4182:  # before OpGraphEntryPointARM
         pos += words[pos] >> 16

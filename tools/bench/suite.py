@@ -32,8 +32,9 @@ Models come from tools/bench/models.py (TOSA MLIR converted by model-converter, 
 as written by --export DIR: a machine without model-converter runs the suite from those files.
 Each executor's timed runs are spread over --rounds rounds, every round running each executor in
 turn: on a machine whose speed drifts (a VM with busy neighbours) all of them then see the same
-stretches, and the ratios between them hold. Correctness is checked in the same run: pyvgf cpu against torch (fp32: close) and against
-tosa_reference_model (fp32 close, int8 bit-exact), the other executors against pyvgf cpu.
+stretches, and the ratios between them hold. Correctness is checked in the same run: pyvgf cpu
+against torch (fp32: close) and against tosa_reference_model (fp32 close, int8 bit-exact), the
+other executors against pyvgf cpu.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def _one_op_mlir() -> str:
 def build(name: str) -> BenchModel:
     """Generate `name` (cached): TOSA MLIR -> model-converter -> VGF and TOSA FlatBuffer."""
     import numpy as np
+
     from fixtures import tosa_from_mlir, vgf_from_mlir
     from models import network
 
@@ -371,6 +373,7 @@ def reference(model: BenchModel) -> Callable[[], list]:
 def torch_forward(model: BenchModel, device: str) -> Callable[[], object]:
     """One forward pass of the model's torch twin (no_grad; synchronized on a GPU)."""
     import torch
+
     from models import TORCH_NETS
 
     if device.startswith("cuda"):
@@ -556,7 +559,8 @@ def ratios(results: dict[str, dict]) -> list[tuple[str, float, float, str]]:
 
 _COLUMNS = [("pyvgf-cpu", "pyvgf cpu"), ("pyvgf-vulkan", "pyvgf vulkan Model.run"),
             ("pyvgf-vulkan-dispatch", "pyvgf vulkan dispatch"),
-            ("scenario_runner", "scenario_runner dispatch (GPU)"), ("scenario_runner-wall", "scenario_runner wall per repeat"),
+            ("scenario_runner", "scenario_runner dispatch (GPU)"),
+            ("scenario_runner-wall", "scenario_runner wall per repeat"),
             ("scenario_runner-cold", "scenario_runner cold process"),
             ("tosa_reference_model", "tosa_reference_model"), ("torch", "torch"),
             ("onnxruntime", "onnxruntime"), ("onnxruntime-int8", "onnxruntime int8")]

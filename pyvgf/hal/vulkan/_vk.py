@@ -31,7 +31,7 @@ def vk() -> ModuleType:
 @functools.cache
 def _result_names() -> dict[int, str]:
     mod = vk()
-    names = {}
+    names: dict[int, str] = {}
     for name in dir(mod):
         if name.startswith(("VK_ERROR_", "VK_SUCCESS", "VK_NOT_READY", "VK_TIMEOUT", "VK_INCOMPLETE")):
             value = getattr(mod, name)

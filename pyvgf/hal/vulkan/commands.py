@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -179,6 +179,8 @@ class VulkanCommandEncoder(hal.CommandEncoder):
     """Records into a list; `finish()` replays it into a VkCommandBuffer under the device lock
     and ends it with a barrier that makes every write visible to the host."""
 
+    device: VulkanDevice
+
     def __init__(self, device: VulkanDevice, label: str = ""):
         super().__init__(device, label)
         self._commands: list[Command] = []
@@ -262,10 +264,12 @@ class _Submission:
         with self.lock:
             if self.done:
                 return True
+            fence = self.fence
+            assert fence is not None  # dropped only once done
             if timeout is not None and timeout <= 0:
-                if not self.fence.signalled():
+                if not fence.signalled():
                     return False
-            elif not self.fence.wait_for(timeout):
+            elif not fence.wait_for(timeout):
                 return False
             self.done = True
             self.queue._retire(self)
@@ -287,7 +291,8 @@ def host_view(resource: hal.Tensor | hal.Buffer) -> np.ndarray | None:
     if isinstance(resource, VulkanTensor):
         linear = resource.description.tiling == hal.TensorTiling.LINEAR
         return resource.array() if linear and resource.mapped else None
-    return resource.array() if resource.mapped else None
+    buffer = cast(VulkanBuffer, resource)
+    return buffer.array() if buffer.mapped else None
 
 
 class VulkanPreparedRun(hal.PreparedRun):
@@ -296,21 +301,24 @@ class VulkanPreparedRun(hal.PreparedRun):
     numpy copy per input, vkQueueSubmit, vkWaitForFences, vkResetFences and one numpy copy per
     output."""
 
+    device: VulkanDevice
+
     def __init__(self, device: VulkanDevice, command_buffer, inputs, outputs, label=""):
         super().__init__(device, command_buffer, inputs, outputs, label)
-        self._writes = [(host_view(r), isinstance(r, hal.Tensor)) for r in inputs]
-        self._reads = [host_view(r) for r in outputs]
+        # every view is there: the device makes a VulkanPreparedRun only then
+        self._writes = [(cast(np.ndarray, host_view(r)), isinstance(r, hal.Tensor)) for r in inputs]
+        self._reads = [cast(np.ndarray, host_view(r)) for r in outputs]
         self._info = command_buffer.submit_info
         self._fence = Fence(device.handles)
         self._in_flight = False
         """True from vkQueueSubmit until the fence is reset (a run interrupted between the two
         leaves it True: the next run, or destroy(), waits first)."""
-        queue: VulkanQueue = device.queue
+        queue: VulkanQueue = device.queue  # type: ignore[assignment]
         with queue._lock:
             queue._runs.append(self)
 
     def _run(self, arrays):
-        queue: VulkanQueue = self.device.queue
+        queue: VulkanQueue = self.device.queue  # type: ignore[assignment]
         if queue._pending:
             queue._finish_submissions()
         if self._in_flight:
@@ -338,7 +346,7 @@ class VulkanPreparedRun(hal.PreparedRun):
                 self._finish()
 
     def _destroy(self) -> None:
-        queue: VulkanQueue = self.device.queue
+        queue: VulkanQueue = self.device.queue  # type: ignore[assignment]
         with queue._lock:
             queue._runs.remove(self)
         with self._lock:
@@ -350,6 +358,8 @@ class VulkanPreparedRun(hal.PreparedRun):
 class VulkanQueue(hal.Queue):
     """The device's VkQueue. A host read or write first waits for every submission made
     before it, prepared runs' included (the HAL's synchronous transfer rule)."""
+
+    device: VulkanDevice
 
     def __init__(self, device: VulkanDevice):
         super().__init__(device)
@@ -436,7 +446,8 @@ class VulkanQueue(hal.Queue):
         finally:
             staging.destroy()
 
-    def _staged_buffer(self, buffer: VulkanBuffer, offset: int, data: np.ndarray | None, size: int) -> np.ndarray | None:
+    def _staged_buffer(self, buffer: VulkanBuffer, offset: int, data: np.ndarray | None,
+                       size: int) -> np.ndarray | None:
         """Host transfer of `size` bytes at `offset` of a device-local buffer through a
         host-visible staging buffer and vkCmdCopyBuffer (written when `data` is given)."""
         usage = hal.BufferUsage.TRANSFER_SRC | hal.BufferUsage.TRANSFER_DST

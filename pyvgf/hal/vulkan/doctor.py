@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from ...errors import HalError
 from . import _ffi, layers
 from .instance import (
@@ -31,7 +33,8 @@ def diagnose() -> tuple[str, bool]:
 
         mod = vk()
         version = mod.vkEnumerateInstanceVersion()
-        lines.append(f"  loader: libvulkan, instance version {version >> 22}.{(version >> 12) & 0x3FF}.{version & 0xFFF}")
+        major, minor, patch = version >> 22, (version >> 12) & 0x3FF, version & 0xFFF
+        lines.append(f"  loader: libvulkan, instance version {major}.{minor}.{patch}")
     except HalError as exc:
         lines.append(f"  not usable: {exc}")
         return "\n".join(lines), False
@@ -76,7 +79,7 @@ def diagnose() -> tuple[str, bool]:
         replicated = "yes" if _ffi.EXT_REPLICATED_COMPOSITES in r.extensions else "no"
         lines.append(f"    {_ffi.EXT_REPLICATED_COMPOSITES}: {replicated}")
         lines.append("    status: ready" if r.usable else f"    status: lacks {r.missing_text()}")
-    from .backend import request_adapter
+    from .backend import VulkanDevice, request_adapter
 
     try:
         adapter = request_adapter()
@@ -84,7 +87,7 @@ def diagnose() -> tuple[str, bool]:
         lines.append(f"  pyvgf cannot use Vulkan here: {exc}")
         return "\n".join(lines), False
     try:
-        device = adapter.request_device()
+        device = cast(VulkanDevice, adapter.request_device())
     except HalError as exc:
         adapter.destroy()
         lines.append(f"  pyvgf cannot use Vulkan here: {exc}")
@@ -95,7 +98,8 @@ def diagnose() -> tuple[str, bool]:
         names = "|".join(name for bit, name in _MEMORY_FLAGS if flags & bit) or "-"
         lines.append(f"    memory type {i}: {names} (heap {heap})")
     lines.append("    model resources: " + ("device-local, inputs and outputs through host-visible staging copies"
-                                          if device.prefers_device_local else "host-visible, no staging (unified memory)"))
+                                          if device.prefers_device_local
+                                          else "host-visible, no staging (unified memory)"))
     device.destroy()
     adapter.destroy()
     return "\n".join(lines), True

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._vk import vk
-from .instance import DeviceFunctions, LiveCounts, VulkanInstance
+from .instance import LiveCounts, VulkanInstance
 
 Release = Callable[[], None]
 """Destroys one HAL object's Vulkan objects; refers to handles only, never to a HAL object."""
@@ -25,7 +25,7 @@ class DeviceHandles:
         self.live = live
         self.device: Any = None
         self.arm: Any = None
-        self.fn: DeviceFunctions | None = None
+        self.fn: Any = None  # an instance.DeviceFunctions: untyped ARM-FFI function pointers
         self.queue: Any = None
         self.pool: Any = None
         self.owned: dict[int, Release] = {}

@@ -24,10 +24,10 @@ import hashlib
 import json
 import os
 import tempfile
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 from ...errors import HalError
 
@@ -134,7 +134,8 @@ def layer_search_path(folders: list[Path]) -> Iterator[None]:
 def without_environment_layers() -> Iterator[None]:
     """Hide VK_INSTANCE_LAYERS and VK_LOADER_LAYERS_ENABLE from the loader for the duration
     (to see what a driver has by itself), then restore them."""
-    saved = {name: os.environ.pop(name) for name in ("VK_INSTANCE_LAYERS", "VK_LOADER_LAYERS_ENABLE") if name in os.environ}
+    names = ("VK_INSTANCE_LAYERS", "VK_LOADER_LAYERS_ENABLE")
+    saved = {name: os.environ.pop(name) for name in names if name in os.environ}
     try:
         yield
     finally:

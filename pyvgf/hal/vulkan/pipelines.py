@@ -4,7 +4,7 @@ sessions, and compute pipelines: the HAL classes and the Vulkan calls they make.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -86,7 +86,8 @@ class VulkanDescriptorSet(Owned, hal.DescriptorSet):
         h.live.add("VkDescriptorPool", 1)
         release = functools.partial(_release, h, "vkDestroyDescriptorPool", pool, "VkDescriptorPool")
         try:
-            alloc = mod.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1, pSetLayouts=[layout.handle])
+            alloc = mod.VkDescriptorSetAllocateInfo(descriptorPool=pool, descriptorSetCount=1,
+                                                    pSetLayouts=[layout.handle])
             self.handle = call("vkAllocateDescriptorSets", mod.vkAllocateDescriptorSets, h.device, alloc)[0]
             kinds = {b.binding: int(b.descriptor_type) for b in layout.bindings}
             for binding, res in resources.items():
@@ -98,7 +99,7 @@ class VulkanDescriptorSet(Owned, hal.DescriptorSet):
 
     def _write(self, binding: int, kind: int, resource: VulkanTensorView | VulkanBuffer) -> None:
         mod = vk()
-        if kind == _ffi.DESCRIPTOR_TYPE_TENSOR_ARM:
+        if isinstance(resource, VulkanTensorView):  # kind is TENSOR_ARM: the device checked the binding's resource
             ext = new_struct("VkWriteDescriptorSetTensorARM", sType=_ffi.STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET_TENSOR_ARM,
                              tensorViewCount=1, pTensorViews=new_array("VkTensorViewARM", [resource.handle]))
             write = mod.VkWriteDescriptorSet(pNext=ext, dstSet=self.handle, dstBinding=binding, dstArrayElement=0,
@@ -110,9 +111,10 @@ class VulkanDescriptorSet(Owned, hal.DescriptorSet):
         mod.vkUpdateDescriptorSets(self.device.handles.device, 1, [write], 0, None)
 
 
-def _shader_module(h: DeviceHandles, words: np.ndarray, what: str) -> Any:
+def _shader_module(h: DeviceHandles, module: hal.ShaderModule, what: str) -> Any:
+    """The VkShaderModule of a SPIR-V module (its pipeline checked the language: the code is words)."""
     mod = vk()
-    code = np.ascontiguousarray(words, dtype="<u4").tobytes()
+    code = np.ascontiguousarray(cast(np.ndarray, module.code), dtype="<u4").tobytes()
     info = mod.VkShaderModuleCreateInfo(codeSize=len(code), pCode=code)
     module = call(f"vkCreateShaderModule({what})", mod.vkCreateShaderModule, h.device, info, None)
     h.live.add("VkShaderModule", 1)
@@ -161,7 +163,7 @@ class VulkanDataGraphPipeline(Owned, hal.DataGraphPipeline):
             for r in resources
         ]
         consts = [_graph_constant(c) for c in constants]
-        shader = _shader_module(h, module.code, self.label)
+        shader = _shader_module(h, module, self.label)
         try:
             stage = new_struct(
                 "VkDataGraphPipelineShaderModuleCreateInfoARM",
@@ -209,14 +211,16 @@ class VulkanDataGraphSession(Owned, hal.DataGraphSession):
             dataGraphPipeline=to_arm("VkPipeline", pipeline.handle),
         )
         out = ffi.new("VkDataGraphPipelineSessionARM*")
-        check(h.fn.vkCreateDataGraphPipelineSessionARM(h.arm, info, ffi.NULL, out), "vkCreateDataGraphPipelineSessionARM")
+        check(h.fn.vkCreateDataGraphPipelineSessionARM(h.arm, info, ffi.NULL, out),
+              "vkCreateDataGraphPipelineSessionARM")
         self.handle = out[0]
         h.live.add("VkDataGraphPipelineSessionARM", 1)
         self._owns(functools.partial(_release_session, h, self.handle))
         self._requirements = self._read_requirements()
         for bind_point, _ in self._requirements:
             if bind_point not in hal.SessionBindPoint._value2member_map_:
-                raise HalError(f"data graph session of {pipeline} asks for bind point {bind_point}, which pyvgf does not know")
+                raise HalError(f"data graph session of {pipeline} asks for bind point {bind_point}, "
+                               "which pyvgf does not know")
 
     def _read_requirements(self) -> list[tuple[int, int]]:
         """(bind point, number of objects) of every bind point (all of type MEMORY)."""
@@ -236,7 +240,8 @@ class VulkanDataGraphSession(Owned, hal.DataGraphSession):
         out = []
         for i in range(count[0]):
             if reqs[i].bindPointType != _ffi.DATA_GRAPH_PIPELINE_SESSION_BIND_POINT_TYPE_MEMORY_ARM:
-                raise HalError(f"data graph session bind point {reqs[i].bindPoint} has type {reqs[i].bindPointType}, not memory")
+                raise HalError(f"data graph session bind point {reqs[i].bindPoint} has type "
+                               f"{reqs[i].bindPointType}, not memory")
             out.append((int(reqs[i].bindPoint), int(reqs[i].numObjects)))
         return out
 
@@ -292,7 +297,7 @@ class VulkanComputePipeline(Owned, hal.ComputePipeline):
             )
         mod = vk()
         h = device.handles
-        shader = _shader_module(h, module.code, self.label)
+        shader = _shader_module(h, module, self.label)
         try:
             stage = mod.VkPipelineShaderStageCreateInfo(stage=mod.VK_SHADER_STAGE_COMPUTE_BIT, module=shader,
                                                         pName=entry_point)

@@ -93,7 +93,7 @@ def _allocate(device: VulkanDevice, size: int, type_bits: int, device_local: boo
     candidates = device.memory_types_for(type_bits, host_visible=not device_local)
     if not candidates:
         kind = "" if device_local else "host-visible coherent "
-        raise HalError(f"no {kind}memory type fits the bits {type_bits:#x} on {device.adapter.report.name}")
+        raise HalError(f"no {kind}memory type fits the bits {type_bits:#x} on {device.adapter.report.name}")  # type: ignore[attr-defined]
     failure = None
     for index in candidates:
         info = mod.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=index)
@@ -150,7 +150,8 @@ def _bind_target(device: VulkanDevice, memory: VulkanMemory | None, offset: int,
         raise HalError(f"{what} cannot live in {memory.label or 'this memory'}: memory type {memory.type_index} "
                        f"is not in its allowed types {type_bits:#x}")
     if offset % alignment or offset + size > memory.size:
-        raise HalError(f"{what} needs {size} bytes aligned to {alignment} at offset {offset} of {memory.size}-byte memory")
+        raise HalError(f"{what} needs {size} bytes aligned to {alignment} at offset {offset} "
+                       f"of {memory.size}-byte memory")
     return memory.handle, offset, memory._mapping, False
 
 
@@ -183,7 +184,8 @@ class VulkanTensor(Owned, hal.Tensor):
             h.fn.vkGetTensorMemoryRequirementsARM(h.arm, info, req)
             size, alignment, bits = _requirements(req)
             target, self._offset, self._mapping, owns = _bind_target(
-                device, memory, offset, (max(size, description.nbytes), alignment, bits), f"tensor {label}", device_local)
+                device, memory, offset, (max(size, description.nbytes), alignment, bits), f"tensor {label}",
+                device_local)
             own = target if owns else None
             bind = new_struct("VkBindTensorMemoryInfoARM", sType=_ffi.STRUCTURE_TYPE_BIND_TENSOR_MEMORY_INFO_ARM,
                               tensor=self.handle, memory=to_arm("VkDeviceMemory", target), memoryOffset=self._offset)
@@ -191,7 +193,8 @@ class VulkanTensor(Owned, hal.Tensor):
         except BaseException:
             _release_tensor(h, self.handle, own, own is not None and self._mapping is not None)
             raise
-        self._owns(functools.partial(_release_tensor, h, self.handle, own, own is not None and self._mapping is not None))
+        self._owns(functools.partial(_release_tensor, h, self.handle, own,
+                                     own is not None and self._mapping is not None))
 
     def _create_view(self, label: str) -> VulkanTensorView:
         return VulkanTensorView(self, label)
@@ -260,7 +263,8 @@ class VulkanBuffer(Owned, hal.Buffer):
         except BaseException:
             _release_buffer(h, self.handle, own, own is not None and self._mapping is not None)
             raise
-        self._owns(functools.partial(_release_buffer, h, self.handle, own, own is not None and self._mapping is not None))
+        self._owns(functools.partial(_release_buffer, h, self.handle, own,
+                                     own is not None and self._mapping is not None))
 
     @property
     def mapped(self) -> bool:

@@ -13,9 +13,8 @@ import tempfile
 from pathlib import Path
 
 from fixtures import (
-    tool,  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
+    tool,  # tools/fixtures.py
 )
-
 from pyvgf.format.model import VGF, Category
 
 

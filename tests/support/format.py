@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
+import fixtures  # tools/fixtures.py
 from pyvgf.format import VGF
 from pyvgf.format.dump import to_json
 

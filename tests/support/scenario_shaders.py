@@ -5,7 +5,7 @@ import numpy as np
 
 
 def double(resources, workgroups) -> None:
-    """The doubling shader of tests/conftest_runtime.py: out[x] = 2 * in[x], one per workgroup."""
+    """The doubling shader of tests/support/runtime.py: out[x] = 2 * in[x], one per workgroup."""
     n = workgroups[0]
     src, dst = resources[(0, 0)], resources[(0, 1)]
     src = src.view(np.float32) if src.dtype == np.uint8 else src.reshape(-1)

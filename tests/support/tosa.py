@@ -9,19 +9,13 @@ pyvgf's op the way the interpreter calls it, and `assert_same` compares the two.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import numpy as np
 from hypothesis import HealthCheck, assume, settings
 from hypothesis import strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-
-from references import ReferenceUnpredictable, tosa_reference  # noqa: E402
-
-import pyvgf.tosa  # noqa: E402,F401  (fills OPS)
-from pyvgf.tosa._common import (  # noqa: E402
+import pyvgf.tosa  # noqa: F401  (fills OPS)
+from pyvgf.elements import by_dtype
+from pyvgf.tosa._common import (
     BF16,
     BOOL,
     FP8E4M3,
@@ -33,9 +27,10 @@ from pyvgf.tosa._common import (  # noqa: E402
     I32,
     I48,
 )
-from pyvgf.elements import by_dtype  # noqa: E402
-from pyvgf.tosa.registry import OPS  # noqa: E402
-from pyvgf.types import TensorType  # noqa: E402
+from pyvgf.tosa.registry import OPS
+from pyvgf.types import TensorType
+from references import ReferenceUnpredictable, tosa_reference  # tools/references.py
+
 
 def mlir_type(dtype: np.dtype, shape: tuple[int, ...]) -> str:
     """The MLIR tensor type; int64 arrays hold int48 here (the only 64-bit TOSA 1.0 type)."""

@@ -14,16 +14,16 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import fixtures
 import ml_dtypes
 import numpy as np
-from references import tosa_reference
 
-from conftest_tosa import assert_executors_agree, fast_form
-
+import fixtures
 from pyvgf.elements import by_dtype
 from pyvgf.tosa import OPS
 from pyvgf.types import TensorType
+from references import tosa_reference
+from support.tosa import assert_executors_agree, fast_form
+
 
 def _mlir(dtype: np.dtype) -> str:
     """The MLIR element type: int64 arrays hold int48 here, int4 is ml_dtypes' (not a VGF type)."""

@@ -1,5 +1,6 @@
-"""Helpers of the Vulkan backend tests: skip rules and VGF graph runners on the HAL
-(scenario_runner, the reference, is tools/references.py)."""
+"""Helpers of the Vulkan backend tests: skip rules, the `adapter` and `device` fixtures (a pytest
+plugin of tests/conftest.py) and VGF graph runners on the HAL (scenario_runner, the reference, is
+tools/references.py)."""
 
 from __future__ import annotations
 
@@ -37,6 +38,24 @@ def require_vulkan() -> None:
     reason = vulkan_unavailable()
     if reason is not None:
         pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def adapter():
+    """The Vulkan adapter, one a test module (skips where Vulkan cannot be had)."""
+    require_vulkan()
+    a = hal.request_adapter("vulkan")
+    yield a
+    a.destroy()
+
+
+@pytest.fixture
+def device(adapter):
+    """A device whose every Vulkan object is gone once it is destroyed."""
+    dev = adapter.request_device()
+    yield dev
+    dev.destroy()
+    assert dev.live_objects() == {}, dev.live_objects()
 
 
 def read_vgf(path: Path) -> VGF:
@@ -82,13 +101,15 @@ class GraphModel:
                 sets[index] = own(device.create_descriptor_set(layouts[index], views))
                 for b in info.bindings:
                     r = vgf.resources[b.mrt_index]
-                    resources.append(hal.DataGraphResource(index, b.binding, device.tensor_description(r.format, r.shape)))
+                    resources.append(hal.DataGraphResource(index, b.binding,
+                                                           device.tensor_description(r.format, r.shape)))
             layout = own(device.create_pipeline_layout([layouts[i] for i in sorted(layouts)]))
             consts = []
             for cb in seg.graph_constants():
                 c = vgf.constants[cb.constant_table_index]
                 r = vgf.resources[c.mrt_index]
-                consts.append(hal.GraphConstant(cb.graph_constant_id, c.data, device.tensor_description(r.format, r.shape),
+                consts.append(hal.GraphConstant(cb.graph_constant_id, c.data,
+                                                device.tensor_description(r.format, r.shape),
                                                 c.sparsity_dimension))
             module = vgf.modules[seg.module_index]
             shader = own(device.create_shader_module(module.code, name=module.name))
@@ -120,7 +141,8 @@ class GraphModel:
         self.objects = []
 
 
-def chained_add(device: hal.Device, vgf: VGF, a: np.ndarray, b: np.ndarray, pipelines_seen: set | None = None) -> np.ndarray:
+def chained_add(device: hal.Device, vgf: VGF, a: np.ndarray, b: np.ndarray,
+                pipelines_seen: set | None = None) -> np.ndarray:
     """Two dispatches of the add graph in one command buffer, c = a + b then d = c + b, with
     a barrier between them (the shape of a two-segment model); every object destroyed after."""
     shape = tuple(vgf.resources[0].shape)
@@ -168,7 +190,8 @@ def add_pipeline(device, vgf: VGF):
     """The add graph of tests/models/add_f32.mlir as a HAL data graph pipeline (3 tensor bindings)."""
     module = vgf.modules[0]
     shader = device.create_shader_module(module.code, name=module.name)
-    set_layout = device.create_descriptor_set_layout([hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR) for b in range(3)])
+    bindings = [hal.DescriptorSetLayoutBinding(b, hal.DescriptorType.TENSOR) for b in range(3)]
+    set_layout = device.create_descriptor_set_layout(bindings)
     layout = device.create_pipeline_layout([set_layout])
     desc = device.tensor_description(100, (1, 4, 4, 8))
     resources = [hal.DataGraphResource(0, b, desc) for b in range(3)]

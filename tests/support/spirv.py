@@ -9,18 +9,18 @@ from __future__ import annotations
 import functools
 import hashlib
 import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tools"))
+import fixtures  # tools/fixtures.py
 
-import fixtures  # noqa: E402  (tools/fixtures.py)
-from conftest import REAL_MODELS  # noqa: E402,F401  (re-exported to the spirv tests)
+ROOT = fixtures.ROOT
+REAL_MODELS = fixtures.REAL_MODELS
 
 SPIRV_MODELS = sorted(p.stem for p in fixtures.MODELS.glob("spirv_*.mlir"))
+
+
 @functools.cache
 def spirv_words(vgf: Path, index: int = 0) -> np.ndarray:
     """Module `index` of a VGF file as uint32 words, dumped by vgf_dump (cached by content)."""

@@ -1,0 +1,1 @@
+"""Helpers of the test suite, importable as `support.<name>` (pytest puts tests/ on sys.path)."""
