@@ -74,10 +74,12 @@ def request_adapter(
 
 def _limits(physical_device: Any) -> hal.Limits:
     mod = vk()
-    tensor = new_struct("VkPhysicalDeviceTensorPropertiesARM", sType=_ffi.STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_PROPERTIES_ARM)
+    tensor = new_struct("VkPhysicalDeviceTensorPropertiesARM",
+                        sType=_ffi.STRUCTURE_TYPE_PHYSICAL_DEVICE_TENSOR_PROPERTIES_ARM)
     props2 = mod.VkPhysicalDeviceProperties2(pNext=tensor)
     mod.vkGetPhysicalDeviceProperties2(physical_device, props2)
     core = props2.properties.limits
+    x, y, z = (int(n) for n in core.maxComputeWorkGroupCount)
     return hal.Limits(
         max_tensor_dimension_count=int(tensor.maxTensorDimensionCount),
         max_tensor_elements=int(tensor.maxTensorElements),
@@ -88,7 +90,7 @@ def _limits(physical_device: Any) -> hal.Limits:
         max_bound_descriptor_sets=int(core.maxBoundDescriptorSets),
         max_push_constants_size=int(core.maxPushConstantsSize),
         max_storage_buffer_range=int(core.maxStorageBufferRange),
-        max_compute_work_group_count=tuple(int(n) for n in core.maxComputeWorkGroupCount),
+        max_compute_work_group_count=(x, y, z),
     )
 
 
@@ -98,6 +100,7 @@ class VulkanAdapter(hal.Adapter):
     def __init__(self, instance: VulkanInstance, physical_device: Any, report: DeviceReport):
         mod = vk()
         props = mod.vkGetPhysicalDeviceProperties(physical_device)
+        major, minor, patch = (int(x) for x in report.api_version.split("."))
         info = hal.AdapterInfo(
             backend="vulkan",
             name=report.name,
@@ -105,7 +108,7 @@ class VulkanAdapter(hal.Adapter):
             device_id=int(props.deviceID),
             device_type=_DEVICE_TYPES.get(report.device_type_code, "other"),
             driver=report.driver,
-            api_version=tuple(int(x) for x in report.api_version.split(".")),
+            api_version=(major, minor, patch),
         )
         super().__init__(info, _limits(physical_device), frozenset(report.extensions))
         self.report = report
@@ -127,6 +130,9 @@ class VulkanDevice(hal.Device):
     """A VkDevice with one queue and one command pool. Its raw handles, and the release of
     every object it made, live in `handles` (DeviceHandles), which its finalizer tears down when
     it is dropped without destroy()."""
+
+    adapter: VulkanAdapter
+    queue: VulkanQueue
 
     def __init__(self, adapter: VulkanAdapter, shaders, label: str = ""):
         self.live = LiveCounts()
@@ -230,7 +236,8 @@ class VulkanDevice(hal.Device):
         return hal.MemoryRequirements(max(size, description.nbytes), alignment)
 
     def _create_tensor(self, description, memory, offset, label, device_local):
-        if description.strides is not None and description.strides != description.packed_strides and not self.tensor_non_packed:
+        non_packed = description.strides is not None and description.strides != description.packed_strides
+        if non_packed and not self.tensor_non_packed:
             raise HalError(f"tensor {description} has non-packed strides {list(description.strides)}, but "
                            f"{self.adapter.report.name} lacks the tensorNonPacked feature")
         return VulkanTensor(self, description, memory, offset, label, device_local)

@@ -313,12 +313,12 @@ class VulkanPreparedRun(hal.PreparedRun):
         self._in_flight = False
         """True from vkQueueSubmit until the fence is reset (a run interrupted between the two
         leaves it True: the next run, or destroy(), waits first)."""
-        queue: VulkanQueue = device.queue  # type: ignore[assignment]
+        queue: VulkanQueue = device.queue
         with queue._lock:
             queue._runs.append(self)
 
     def _run(self, arrays):
-        queue: VulkanQueue = self.device.queue  # type: ignore[assignment]
+        queue: VulkanQueue = self.device.queue
         if queue._pending:
             queue._finish_submissions()
         if self._in_flight:
@@ -346,7 +346,7 @@ class VulkanPreparedRun(hal.PreparedRun):
                 self._finish()
 
     def _destroy(self) -> None:
-        queue: VulkanQueue = self.device.queue  # type: ignore[assignment]
+        queue: VulkanQueue = self.device.queue
         with queue._lock:
             queue._runs.remove(self)
         with self._lock:

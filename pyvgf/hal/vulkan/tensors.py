@@ -93,7 +93,7 @@ def _allocate(device: VulkanDevice, size: int, type_bits: int, device_local: boo
     candidates = device.memory_types_for(type_bits, host_visible=not device_local)
     if not candidates:
         kind = "" if device_local else "host-visible coherent "
-        raise HalError(f"no {kind}memory type fits the bits {type_bits:#x} on {device.adapter.report.name}")  # type: ignore[attr-defined]
+        raise HalError(f"no {kind}memory type fits the bits {type_bits:#x} on {device.adapter.report.name}")
     failure = None
     for index in candidates:
         info = mod.VkMemoryAllocateInfo(allocationSize=size, memoryTypeIndex=index)
