@@ -79,8 +79,16 @@ def _scenario(data: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
         return references.scenario_run(path, inputs)
 
 
+EMULATION_CRASHES = {
+    "build_fft": "the emulation layer 0.11.0 crashes (SIGSEGV in vkCreateDataGraphPipelinesARM) on an FFT2D or "
+                 "RFFT2D whose results are not all graph outputs; on model-converter's file too",
+}
+"""Built graphs the emulation layer cannot run, and why."""
+
+
 @pytest.mark.vulkan
-@pytest.mark.parametrize("name", sorted(GRAPHS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.skip(reason=EMULATION_CRASHES[n]))
+                                  if n in EMULATION_CRASHES else n for n in sorted(GRAPHS)])
 def test_built_files_run_on_scenario_runner_as_model_converter_files_do(name):
     graph = GRAPHS[name]()
     rng = np.random.default_rng(0)
