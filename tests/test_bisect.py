@@ -11,6 +11,7 @@ import sys
 import fixtures  # tools/fixtures.py (tests/conftest.py puts tools/ on sys.path)
 import numpy as np
 import pytest
+from build_graphs import build_fft
 from conftest import REAL_MODELS
 from conftest_vulkan import require_vulkan
 from debug_backends import failing, perturbed, wrong_clamp
@@ -136,3 +137,16 @@ def test_the_function_survives_an_import_of_its_module():
     code = ("import pyvgf.testing.bisection, pyvgf.testing as t; from pyvgf.testing import bisect; "
             "assert callable(bisect) and t.bisect is bisect, bisect")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(("op", "index"), [("FFT2D", 0), ("RFFT2D", 2)])
+def test_an_operator_with_two_results_runs_alone(op, index, tmp_path):
+    """build_fft: FFT2D (one result read by an ADD) and RFFT2D (one result unused)."""
+    model = build_fft().to_bytes()
+    inputs = [np.random.default_rng(2).standard_normal((2, 4, 8)).astype(np.float32) for _ in range(2)]
+    culprit = bisect(model, inputs, backends=("cpu", perturbed(op)), out=tmp_path)
+    assert (culprit.op_index, culprit.op) == (index, op)
+    shape = "2x4x8" if op == "FFT2D" else "2x4x5"
+    assert culprit.shapes["result"] == f"tensor<{shape}xf32>, tensor<{shape}xf32>"
+    assert {"output_0.cpu.npy", "output_1.cpu.npy"} <= {p.name for p in culprit.reproducer.iterdir()}
+    assert not culprit.skipped

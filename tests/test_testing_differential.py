@@ -11,8 +11,10 @@ import numpy as np
 import pytest
 import references
 from build_graphs import GRAPHS
+from conftest_vulkan import require_vulkan
 from hypothesis import HealthCheck, given, settings
 
+import pyvgf
 from pyvgf.testing import (
     FAMILIES,
     GraphCase,
@@ -72,6 +74,35 @@ def test_vulkan_backend_agrees_with_the_reference_model_on_graphs(case):
     _agree(case, "vulkan", seed=5)
 
 
+def _fft_bound(case: GraphCase, inputs: list[np.ndarray]) -> np.ndarray:
+    """TOSA's dot-product error bound for each batch of an FFT2D or RFFT2D: ks * 2**-24 (half
+    an fp32 ulp) times the sum of |x * twiddle| over the output's inputs, which is at most the
+    sum of every |input| of the batch; ks is 2 * H * W for FFT2D, H * W for RFFT2D."""
+    (node,) = [n for n in case.graph.nodes if n.kind == "op"]
+    _, h, w = inputs[0].shape
+    ks = (2 if node.op == "FFT2D" else 1) * h * w
+    total = sum(np.abs(a.astype(np.float64)).sum(axis=(1, 2)) for a in inputs)
+    return ks * 2.0**-24 * total[:, None, None]
+
+
+@pytest.mark.vulkan
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ops(["fft"]))
+def test_vulkan_backend_agrees_with_the_reference_model_on_ffts(case):
+    """The emulation layer computes FFTs in float32: its results are held to TOSA's FFT
+    accuracy (the conformance suite's DOT_PRODUCT mode), not to the float32 tolerance of
+    elementwise results that the cpu backend (float64 inside) meets."""
+    require_vulkan()
+    inputs = case.random_inputs(7)
+    want = reference_run(case, inputs)
+    got = pyvgf.load(case.to_vgf(), backend="vulkan").run(inputs)
+    bound = _fft_bound(case, inputs)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype == np.float32 and g.shape == w.shape
+        error = np.abs(g.astype(np.float64) - w)
+        assert (error <= bound).all(), f"error {error.max()} over the bound {bound.min()}"
+
+
 def _scenario(data: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "built.vgf"
@@ -102,7 +133,7 @@ def test_built_files_run_on_scenario_runner_as_model_converter_files_do(name):
 
 @pytest.mark.vulkan
 @settings(max_examples=3, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ops(["conv2d", "rescale", "reduction", "data_layout"]))
+@given(ops(["conv2d", "rescale", "reduction", "data_layout", "fft"]))
 def test_drawn_ops_built_run_on_scenario_runner_as_model_converter_files_do(case):
     inputs = case.random_inputs(2)
     built = _scenario(case.to_vgf(), inputs)
