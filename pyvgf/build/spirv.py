@@ -4,7 +4,9 @@ Capabilities Shader, TensorsARM, GraphARM, VulkanMemoryModel (plus the ones the 
 need), memory model Logical/Vulkan, one OpGraphARM whose interface variables are decorated
 DescriptorSet 0 and Binding k (inputs first, then outputs). Tensor constants of 16 elements or
 fewer are SPIR-V constants (zero tensors OpConstantNull, splats OpConstantCompositeReplicateEXT);
-larger ones are OpGraphConstantARM whose data goes into the VGF constant section.
+larger ones are OpGraphConstantARM whose data goes into the VGF constant section. An op with
+several results (FFT2D, RFFT2D) has an OpTypeStruct result type, and an OpCompositeExtract of
+each result, used or not, follows it.
 """
 
 from __future__ import annotations
