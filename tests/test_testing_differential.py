@@ -39,7 +39,36 @@ def _reference(case: GraphCase):
 
 
 def _agree(case: GraphCase, backend: str, seed: int = 0) -> None:
-    assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=(_reference(case), backend))
+    if any(n.op in ("FFT2D", "RFFT2D") for n in case.graph.nodes if n.kind == "op"):
+        _agree_on_fft(case, backend, seed)
+    else:
+        assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=(_reference(case), backend))
+
+
+def _fft_bound(case: GraphCase, inputs: list[np.ndarray]) -> np.ndarray:
+    """TOSA's dot-product error bound for each batch of a one-op FFT2D or RFFT2D graph: ks *
+    2**-24 (half an fp32 ulp) times the sum of |x * twiddle| over the output's inputs, which is
+    at most the sum of every |input| of the batch; ks is 2 * H * W for FFT2D, H * W for RFFT2D."""
+    (node,) = [n for n in case.graph.nodes if n.kind == "op"]
+    _, h, w = inputs[0].shape
+    ks = (2 if node.op == "FFT2D" else 1) * h * w
+    total = sum(np.abs(a.astype(np.float64)).sum(axis=(1, 2)) for a in inputs)
+    return ks * 2.0**-24 * total[:, None, None]
+
+
+def _agree_on_fft(case: GraphCase, backend: str, seed: int) -> None:
+    """FFT results are held to TOSA's FFT accuracy (the conformance suite's DOT_PRODUCT mode),
+    not to the float32 tolerance of elementwise results: tosa_reference_model computes them in
+    float32 (at 16x16, errors 20 times those of the cpu backend, which computes in float64), as
+    the emulation layer does, so a backend may differ from it by twice the bound each is held to."""
+    inputs = case.random_inputs(seed)
+    want = reference_run(case, inputs)
+    got = pyvgf.load(case.to_vgf(), backend=backend).run(inputs)
+    bound = 2 * _fft_bound(case, inputs)
+    for g, w in zip(got, want, strict=True):
+        assert g.dtype == w.dtype == np.float32 and g.shape == w.shape
+        error = np.abs(g.astype(np.float64) - w)
+        assert (error <= bound).all(), f"error {error.max()} over the bound {bound.min()}"
 
 
 @pytest.mark.parametrize("family", sorted(FAMILIES))
@@ -74,33 +103,12 @@ def test_vulkan_backend_agrees_with_the_reference_model_on_graphs(case):
     _agree(case, "vulkan", seed=5)
 
 
-def _fft_bound(case: GraphCase, inputs: list[np.ndarray]) -> np.ndarray:
-    """TOSA's dot-product error bound for each batch of an FFT2D or RFFT2D: ks * 2**-24 (half
-    an fp32 ulp) times the sum of |x * twiddle| over the output's inputs, which is at most the
-    sum of every |input| of the batch; ks is 2 * H * W for FFT2D, H * W for RFFT2D."""
-    (node,) = [n for n in case.graph.nodes if n.kind == "op"]
-    _, h, w = inputs[0].shape
-    ks = (2 if node.op == "FFT2D" else 1) * h * w
-    total = sum(np.abs(a.astype(np.float64)).sum(axis=(1, 2)) for a in inputs)
-    return ks * 2.0**-24 * total[:, None, None]
-
-
 @pytest.mark.vulkan
 @settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops(["fft"]))
 def test_vulkan_backend_agrees_with_the_reference_model_on_ffts(case):
-    """The emulation layer computes FFTs in float32: its results are held to TOSA's FFT
-    accuracy (the conformance suite's DOT_PRODUCT mode), not to the float32 tolerance of
-    elementwise results that the cpu backend (float64 inside) meets."""
     require_vulkan()
-    inputs = case.random_inputs(7)
-    want = reference_run(case, inputs)
-    got = pyvgf.load(case.to_vgf(), backend="vulkan").run(inputs)
-    bound = _fft_bound(case, inputs)
-    for g, w in zip(got, want, strict=True):
-        assert g.dtype == w.dtype == np.float32 and g.shape == w.shape
-        error = np.abs(g.astype(np.float64) - w)
-        assert (error <= bound).all(), f"error {error.max()} over the bound {bound.min()}"
+    _agree(case, "vulkan", seed=7)
 
 
 def _scenario(data: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
