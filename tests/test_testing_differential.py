@@ -46,9 +46,11 @@ def _agree(case: GraphCase, backend: str, seed: int = 0) -> None:
 
 
 def _fft_bound(case: GraphCase, inputs: list[np.ndarray]) -> np.ndarray:
-    """TOSA's dot-product error bound for each batch of a one-op FFT2D or RFFT2D graph: ks *
-    2**-24 (half an fp32 ulp) times the sum of |x * twiddle| over the output's inputs, which is
-    at most the sum of every |input| of the batch; ks is 2 * H * W for FFT2D, H * W for RFFT2D."""
+    """The error each result of a one-op FFT2D or RFFT2D graph may have, per batch: ks * 2**-24
+    (half an fp32 ulp) times the sum of every |input| of the batch, which bounds the sum of
+    |x * twiddle| of any output. ks is 2 * H * W for FFT2D, H * W for RFFT2D, as tosa-tools'
+    generator counts it for the conformance suite's DOT_PRODUCT check (whose abs_bound for fp32
+    is 2 * 3 * ks of these units)."""
     (node,) = [n for n in case.graph.nodes if n.kind == "op"]
     _, h, w = inputs[0].shape
     ks = (2 if node.op == "FFT2D" else 1) * h * w
@@ -57,10 +59,11 @@ def _fft_bound(case: GraphCase, inputs: list[np.ndarray]) -> np.ndarray:
 
 
 def _agree_on_fft(case: GraphCase, backend: str, seed: int) -> None:
-    """FFT results are held to TOSA's FFT accuracy (the conformance suite's DOT_PRODUCT mode),
-    not to the float32 tolerance of elementwise results: tosa_reference_model computes them in
-    float32 (at 16x16, errors 20 times those of the cpu backend, which computes in float64), as
-    the emulation layer does, so a backend may differ from it by twice the bound each is held to."""
+    """FFT results are held to a dot-product error bound (`_fft_bound`, as the conformance
+    suite checks FFTs), not to the float32 tolerance of elementwise results: tosa_reference_model
+    computes them in float32 (at 16x16, errors 20 times those of the cpu backend, which computes
+    in float64), as the emulation layer does, so a backend may differ from it by twice the bound
+    each side is held to."""
     inputs = case.random_inputs(seed)
     want = reference_run(case, inputs)
     got = pyvgf.load(case.to_vgf(), backend=backend).run(inputs)
