@@ -17,6 +17,7 @@ from pyvgf.build import Graph
 from pyvgf.cli import main
 from pyvgf.testing import bisect, reference_run
 from support.debug_backends import failing, perturbed, wrong_clamp
+from support.graphs import build_fft
 from support.vulkan import require_vulkan
 
 
@@ -135,3 +136,16 @@ def test_the_function_survives_an_import_of_its_module():
     code = ("import pyvgf.testing.bisection, pyvgf.testing as t; from pyvgf.testing import bisect; "
             "assert callable(bisect) and t.bisect is bisect, bisect")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@pytest.mark.parametrize(("op", "index"), [("FFT2D", 0), ("RFFT2D", 2)])
+def test_an_operator_with_two_results_runs_alone(op, index, tmp_path):
+    """build_fft: FFT2D (one result read by an ADD) and RFFT2D (one result unused)."""
+    model = build_fft().to_bytes()
+    inputs = [np.random.default_rng(2).standard_normal((2, 4, 8)).astype(np.float32) for _ in range(2)]
+    culprit = bisect(model, inputs, backends=("cpu", perturbed(op)), out=tmp_path)
+    assert (culprit.op_index, culprit.op) == (index, op)
+    shape = "2x4x8" if op == "FFT2D" else "2x4x5"
+    assert culprit.shapes["result"] == f"tensor<{shape}xf32>, tensor<{shape}xf32>"
+    assert {"output_0.cpu.npy", "output_1.cpu.npy"} <= {p.name for p in culprit.reproducer.iterdir()}
+    assert not culprit.skipped

@@ -7,12 +7,15 @@ from collections import Counter
 import numpy as np
 import pytest
 
+import pyvgf
 from pyvgf.build import Graph
 from pyvgf.build._grammar import opcode
 from pyvgf.errors import TosaError
 from pyvgf.format.model import Category
-from support.build import dump_spirv, instructions, vgf_dump_json, vgfpy_encode
-from support.graphs import GRAPHS, build_conv_clamp
+from pyvgf.spirv.graph import decode_graph
+from pyvgf.testing import reference_run, tolerance
+from support.build import canonical_graph, dump_spirv, instructions, vgf_dump_json, vgfpy_encode
+from support.graphs import GRAPHS, build_conv_clamp, build_fft
 
 
 def _resources(dump: dict) -> list[tuple]:
@@ -114,7 +117,9 @@ def test_the_mlir_of_a_built_graph_is_accepted_by_model_converter(tmp_path):
         (lambda g, x: g.output(g.constant(np.zeros(3, np.float32))), "constant cannot be a graph output"),
         (lambda g, x: g.input("complex64", (2,)), "not supported"),
         (lambda g, x: g.input("float32", (0, 2)), "positive dimensions"),
-        (lambda g, x: g.op("FFT2D", input_real=x, input_imag=x, inverse=False), "several results"),
+        (lambda g, x: g.op("FFT2D", input_real=x, input_imag=x, inverse=False), r"rank 3 \[N, H, W\]"),
+        (lambda g, x: g.op("RFFT2D", input_real=x, result=[("float32", (2, 2))]), "has 2 results, 1 given"),
+        (lambda g, x: g.op("RFFT2D", input_real=x, result="float32"), "2 pairs"),
         (lambda g, x: g.op("CLAMP", input=g.input("int8", (2,)), min_val=-200, max_val=1), "not a i8 value"),
     ],
 )
@@ -130,3 +135,41 @@ def test_a_graph_without_outputs_is_refused():
     g.input("float32", (2,))
     with pytest.raises(TosaError, match="no outputs"):
         g.to_spirv()
+
+
+def test_ops_with_two_results_are_the_graph_model_converter_makes(vgf_model):
+    built, theirs = build_fft().to_bytes(), vgf_model("build_fft")
+    assert canonical_graph(built) == canonical_graph(theirs)
+    struct, extract = opcode("OpTypeStruct"), opcode("OpCompositeExtract")
+    ours = [(op, w[2:]) for op, w in instructions(build_fft().to_spirv()) if op == extract]
+    arm = [(op, w[2:]) for op, w in instructions(np.frombuffer(dump_spirv(theirs), "<u4")) if op == extract]
+    assert [w[-1] for _, w in ours] == [w[-1] for _, w in arm] == [0, 1, 0, 1]  # every result, used or not
+    assert sum(op == struct for op, _ in instructions(build_fft().to_spirv())) == 2
+
+
+def test_ops_with_two_results_decode_and_run_as_the_reference_model_runs_them():
+    g = build_fft()
+    decoded = decode_graph(g.to_spirv())
+    fft, add, rfft = decoded.nodes
+    assert (fft.op, add.op, rfft.op) == ("FFT2D", "ADD", "RFFT2D")
+    assert [t.shape for t in fft.result_type] == [(2, 4, 8)] * 2
+    assert [t.shape for t in rfft.result_type] == [(2, 4, 5)] * 2
+    assert add.operands["input1"].node == fft.id and add.operands["input1"].element == 1
+    assert [(r.node, r.element) for r in decoded.results] == [(fft.id, 0), (add.id, None), (rfft.id, 1)]
+    rng = np.random.default_rng(4)
+    inputs = [rng.uniform(-4, 4, v.shape).astype(np.float32) for v in g.inputs]
+    want = reference_run(g.to_mlir(), inputs)
+    got = pyvgf.load(g.to_bytes(), backend="cpu").run(inputs)
+    assert [a.shape for a in got] == [(2, 4, 8), (2, 4, 8), (2, 4, 5)]
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=tolerance(np.float32), atol=1e-5)
+
+
+def test_fft_results_default_to_float32_of_the_tosa_shapes():
+    g = Graph()
+    x = g.input("float32", (1, 2, 8))
+    re, im = g.op("RFFT2D", input_real=x)
+    assert (re.shape, im.shape, re.dtype) == ((1, 2, 5), (1, 2, 5), np.float32)
+    assert (re.node, re.element, im.element) == (im.node, 0, 1)
+    given = g.op("FFT2D", input_real=x, input_imag=x, inverse=False, result=[("float32", (1, 2, 8))] * 2)
+    assert [v.shape for v in given] == [(1, 2, 8)] * 2

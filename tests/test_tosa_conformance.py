@@ -8,6 +8,8 @@ own selection on cpu.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -91,6 +93,22 @@ def test_generation_follows_the_conformance_suite() -> None:
     criteria = {c for b in rescale for _, c in b.selections}
     assert all('"input_unsigned"' in c and '"output_unsigned"' in c for c in criteria)
     assert {op for b in tc.batches("fast") for op in b.ops} == {op.lower() for op in tc.tosa_ops()}
+
+
+def test_fast_selection_has_every_fft_argument_the_generator_makes() -> None:
+    """FFT2D's inverse and the FFTs' local_bound (which the conformance suite's own selection
+    keeps every case for) each have a fast case of every value the generator gives them."""
+
+    def arguments(selection: str) -> dict[str, set[str]]:
+        found: dict[str, set[str]] = {}
+        for op, op_cases in _by_op(selection, "^(fft2d|rfft2d)$").items():
+            found[op] = {re.search(r"(inverse\w+_)?lclbnd\d", c.name).group() for c in op_cases}
+        return found
+
+    fast = arguments("fast")
+    assert fast == arguments("full")
+    assert fast["RFFT2D"] == {"lclbnd0", "lclbnd1"}
+    assert {a.split("_")[0] for a in fast["FFT2D"]} == {"inverseTrue", "inverseFalse"}
 
 
 def test_tosa_ops_are_the_66_of_the_grammar() -> None:

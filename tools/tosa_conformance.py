@@ -80,8 +80,8 @@ does. "full": the suite's own selection (its `selector`: every rank x type x rou
 permutation, up to its maximum, with every value of its full_params such as RESCALE's
 input_unsigned / output_unsigned, plus the special full-range and FP special-value tests).
 "fast": one case per rank x type (x RESCALE's rounding modes and output types, convolutions'
-accumulator types), every unsigned RESCALE variant, no special tests, and none of the huge-shape
-argument lists (above MAX_FAST_ELEMENTS elements)."""
+accumulator types, FFT2D's inverse and the FFTs' local_bound), every unsigned RESCALE variant, no
+special tests, and none of the huge-shape argument lists (above MAX_FAST_ELEMENTS elements)."""
 
 MAX_FAST_ELEMENTS = 1 << 16
 
@@ -169,13 +169,18 @@ class Batch:
 FAST_PERMUTES = ("rank", "type", "rounding_mode", "output_dtype", "acc_type")
 """What the fast selection permutes over (where the op's own selection does)."""
 
+FAST_ARGUMENTS = {"fft2d": ("inverse", "local_bound"), "rfft2d": ("local_bound",)}
+"""Arguments the fast selection also permutes over for ops whose own selection keeps every
+case: the FFTs, whose generator varies nothing else (FFT2D's inverse, each FFT's local_bound)."""
 
-def _fast_criteria(criteria: dict) -> dict:
+
+def _fast_criteria(op: str, criteria: dict) -> dict:
     """The fast selection's criteria: one case per rank x type (x RESCALE's rounding modes and
-    output types, convolutions' accumulator types), every unsigned RESCALE variant, and only
-    test set 0 of the dot-product tests (no shape or kernel permutes, specifics or groups)."""
+    output types, convolutions' accumulator types, the FFTs' inverse and local_bound), every
+    unsigned RESCALE variant, and only test set 0 of the dot-product tests (no shape or kernel
+    permutes, specifics or groups)."""
     own = criteria.get("permutes", [])
-    permutes = ["rank", "type", *(p for p in FAST_PERMUTES[2:] if p in own)]
+    permutes = ["rank", "type", *(p for p in FAST_PERMUTES[2:] if p in own), *FAST_ARGUMENTS.get(op, ())]
     unsigned = [p for p in criteria.get("full_params", []) if p in ("input_unsigned", "output_unsigned")]
     return {"permutes": permutes, "full_params": unsigned, "groups": [], "maximum": 1}
 
@@ -198,7 +203,7 @@ def batches(selection: str = "fast", ops: str | None = None) -> list[Batch]:
                 continue
             criteria = dict(entry["selection"][gen.get("selector", "default")])
             if selection == "fast":
-                criteria = _fast_criteria(criteria)
+                criteria = _fast_criteria(op, criteria)
             random_const = "random_const_inputs" in entry.get("support_for", [])
             for args in gen["generator_args"]:
                 if selection == "fast" and _shape_elements(args) > MAX_FAST_ELEMENTS:

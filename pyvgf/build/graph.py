@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal, overload
 
 import numpy as np
 
@@ -46,11 +47,13 @@ class TensorSpec:
 
 @dataclass(frozen=True, eq=False)
 class Value:
-    """A tensor of the graph: an input, a constant, or an operator's result."""
+    """A tensor of the graph: an input, a constant, or an operator's result (its `element`-th
+    result for FFT2D and RFFT2D, which have two)."""
 
     graph: Graph
     node: int
     spec: TensorSpec
+    element: int = 0
 
     @property
     def shape(self) -> tuple[int, ...]:
@@ -66,7 +69,8 @@ class Node:
     """One graph node: kind is "input", "constant" or "op"."""
 
     kind: str
-    result: TensorSpec
+    result: TensorSpec | tuple[TensorSpec, ...]
+    """A tuple for ops with several results (FFT2D, RFFT2D)."""
     op: str = ""
     operands: dict[str, object] = field(default_factory=dict)
     """For ops: operand name -> Value, list of Values, or the attribute's Python value."""
@@ -123,17 +127,27 @@ class Graph:
         data.setflags(write=False)
         return self._add(Node("constant", spec, data=data))
 
-    def op(self, name: str, *, result: object = None, debug_name: str | None = None, **operands: object) -> Value:
+    @overload
+    def op(self, name: Literal["FFT2D", "RFFT2D"], *, result: object = None, debug_name: str | None = None,
+           **operands: object) -> tuple[Value, ...]: ...
+
+    @overload
+    def op(self, name: str, *, result: object = None, debug_name: str | None = None,
+           **operands: object) -> Value: ...
+
+    def op(self, name: str, *, result: object = None, debug_name: str | None = None,
+           **operands: object) -> Value | tuple[Value, ...]:
         """Add TOSA operator `name`; `result` is its (dtype, shape) or a TensorSpec.
 
         The result may be left out for elementwise operators: it is then the broadcast of the
         tensor operands, of the first operand's type (bool for comparisons). `debug_name` is
         written as the OpName of the op's result (debuggers and error messages show it).
+
+        FFT2D and RFFT2D return their two results, (output_real, output_imag); their `result`
+        is a pair of (dtype, shape) and may be left out (float32 of the shape TOSA gives them).
         """
         if name not in TOSA_OPCODES:
             raise TosaError(f"{name!r} is not a TOSA.001000.1 operator")
-        if name in MULTI_RESULT:
-            raise TosaError(f"{name} has several results: not supported by pyvgf.build yet")
         sig = signature(name)
         unknown = set(operands) - {n for n, _ in sig}
         if unknown:
@@ -147,6 +161,10 @@ class Graph:
                 raise TosaError(f"{name}: operand {operand!r} is missing")
             resolved[operand] = self._operand(name, operand, kind, operands[operand])
         self._check_scalars(name, resolved)
+        if name in MULTI_RESULT:
+            specs = self._results(name, resolved, result)
+            first = self._add(Node("op", specs, op=name, operands=resolved, debug_name=debug_name))
+            return tuple(Value(self, first.node, spec, k) for k, spec in enumerate(specs))
         spec = self._result(name, resolved, result)
         return self._add(Node("op", spec, op=name, operands=resolved, debug_name=debug_name))
 
@@ -184,7 +202,8 @@ class Graph:
 
     def _add(self, node: Node) -> Value:
         self.nodes.append(node)
-        return Value(self, len(self.nodes) - 1, node.result)
+        spec = node.result[0] if isinstance(node.result, tuple) else node.result
+        return Value(self, len(self.nodes) - 1, spec)
 
     def _own(self, value: object, where: str) -> Value:
         if not isinstance(value, Value):
@@ -263,3 +282,24 @@ class Graph:
         first = tensors[1] if op == "SELECT" else tensors[0]
         etype = element_type(np.bool_) if op in _BOOL_RESULT else first.spec.etype
         return TensorSpec(etype, tuple(shape))
+
+    @staticmethod
+    def _results(op: str, operands: dict[str, object], result: object) -> tuple[TensorSpec, ...]:
+        """The results of an op with several: given, or float32 [N, H, W] for FFT2D and
+        [N, H, W/2 + 1] for RFFT2D (N, H, W: input_real's shape)."""
+        count = MULTI_RESULT[op]
+        if result is None:
+            real = operands["input_real"]
+            assert isinstance(real, Value)
+            if len(real.shape) != 3:
+                raise TosaError(f"{op}: input_real must have rank 3 [N, H, W], got shape {real.shape}")
+            n, h, w = real.shape
+            shape = (n, h, w // 2 + 1) if op == "RFFT2D" else (n, h, w)
+            return (TensorSpec(element_type(np.float32), shape),) * count
+        try:
+            specs = tuple(r if isinstance(r, TensorSpec) else _spec(*r) for r in result)  # type: ignore[union-attr]
+        except (TypeError, ValueError):
+            raise TosaError(f"{op}: result must be {count} pairs (dtype, shape), got {result!r}") from None
+        if len(specs) != count:
+            raise TosaError(f"{op} has {count} results, {len(specs)} given")
+        return specs

@@ -63,11 +63,12 @@ def _attribute(name: str, kind: Kind, value: object, node: Node) -> str:
 
 def emit(graph: Graph) -> str:
     """The MLIR module text of `graph` (one func.func @main)."""
-    names: dict[int, str] = {}
+    names: dict[tuple[int, int], str] = {}
+    """(node, element) -> the SSA name of that value."""
     lines: list[str] = []
     args = []
     for i, value in enumerate(graph.inputs):
-        names[value.node] = f"%arg{i}"
+        names[value.node, 0] = f"%arg{i}"
         args.append(f"%arg{i}: {value.spec}")
     counter = 0
 
@@ -77,12 +78,13 @@ def emit(graph: Graph) -> str:
         return f"%{counter - 1}"
 
     def ref(value: Value) -> str:
-        if value.node not in names:
+        key = (value.node, value.element)
+        if key not in names:
             node = graph.nodes[value.node]
-            name = names[value.node] = fresh()
+            name = names[key] = fresh()
             lines.append(f'{name} = "tosa.const"() <{{values = {dense(node.data, node.result)}}}> '
                          f": () -> {node.result}")
-        return names[value.node]
+        return names[key]
 
     for index, node in enumerate(graph.nodes):
         if node.kind != "op":
@@ -103,10 +105,17 @@ def emit(graph: Graph) -> str:
                 types.append(f"!tosa.shape<{len(value)}>")
             else:
                 attrs.append(f"{name} = {_attribute(name, kind, value, node)}")
-        result = names[index] = fresh()
+        result = fresh()
+        if isinstance(node.result, tuple):  # %N:2, whose results are %N#0 and %N#1
+            names.update({(index, k): f"{result}#{k}" for k in range(len(node.result))})
+            result_types = f"({', '.join(map(str, node.result))})"
+            result += f":{len(node.result)}"
+        else:
+            names[index, 0] = result
+            result_types = str(node.result)
         props = f" <{{{', '.join(sorted(attrs))}}}>" if attrs else ""
         lines.append(f'{result} = "tosa.{node.op.lower()}"({", ".join(operands)}){props} : '
-                     f"({', '.join(types)}) -> {node.result}")
+                     f"({', '.join(types)}) -> {result_types}")
     outs = [ref(v) for v in graph.outputs]
     out_types = ", ".join(str(v.spec) for v in graph.outputs)
     lines.append(f"return {', '.join(outs)} : {out_types}")

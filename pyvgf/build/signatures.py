@@ -66,6 +66,7 @@ VARIADIC = {"CONCAT": "input1"}
 """Ops whose (last) tensor operand takes a list of tensors."""
 
 MULTI_RESULT = {"FFT2D": 2, "RFFT2D": 2}
+"""Ops with several results (output_real, output_imag), and how many."""
 
 
 def operand_kind(op: str, name: str) -> Kind:

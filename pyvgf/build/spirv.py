@@ -4,7 +4,9 @@ Capabilities Shader, TensorsARM, GraphARM, VulkanMemoryModel (plus the ones the 
 need), memory model Logical/Vulkan, one OpGraphARM whose interface variables are decorated
 DescriptorSet 0 and Binding k (inputs first, then outputs). Tensor constants of 16 elements or
 fewer are SPIR-V constants (zero tensors OpConstantNull, splats OpConstantCompositeReplicateEXT);
-larger ones are OpGraphConstantARM whose data goes into the VGF constant section.
+larger ones are OpGraphConstantARM whose data goes into the VGF constant section. An op with
+several results (FFT2D, RFFT2D) has an OpTypeStruct result type, and an OpCompositeExtract of
+each result, used or not, follows it.
 """
 
 from __future__ import annotations
@@ -151,6 +153,17 @@ class _Writer:
 
         return self.cached(("tensor", spec), make)
 
+    def struct_type(self, specs: tuple[TensorSpec, ...]) -> int:
+        """The OpTypeStruct of an op's several results (FFT2D, RFFT2D)."""
+        members = [self.tensor_type(spec) for spec in specs]
+
+        def make() -> int:
+            rid = self.new_id()
+            self.inst(self.globals, "OpTypeStruct", rid, *members)
+            return rid
+
+        return self.cached(("struct", tuple(members)), make)
+
     def _array_type(self, length: int) -> int:
         rid = self.new_id()
         self.inst(self.globals, "OpTypeArray", rid, self.scalar_type(_I32), self.u32(length))
@@ -256,25 +269,31 @@ def emit(graph: Graph, *, replicate_splats: bool = True) -> SpirvModule:
     w.inst(w.globals, "OpTypeGraphARM", graph_type, len(graph.inputs), *io_types)
 
     graph_id = w.new_id()
-    ids: dict[int, int] = {}
+    ids: dict[tuple[int, int], int] = {}
+    """(node, element) -> the id of that value."""
     body: list[int] = []
     for i, value in enumerate(graph.inputs):
         rid = w.new_id()
         w.inst(body, "OpGraphInputARM", w.tensor_type(value.spec), rid, w.u32(i))
-        ids[value.node] = rid
+        ids[value.node, 0] = rid
     for index, node in enumerate(graph.nodes):
-        if node.kind == "constant":
-            continue  # emitted where first used, so unused constants cost nothing
         if node.kind != "op":
-            continue
+            continue  # constants are emitted where first used, so unused ones cost nothing
         operands = []
         for name, kind in signature(node.op):
             operands.extend(_operand(w, graph, ids, node, name, kind))
         rid = w.new_id()
-        w.inst(body, "OpExtInst", w.tensor_type(node.result), rid, w.ext, TOSA_OPCODES[node.op], *operands)
+        specs = node.result if isinstance(node.result, tuple) else None
+        type_id = w.struct_type(specs) if specs else w.tensor_type(node.result)
+        w.inst(body, "OpExtInst", type_id, rid, w.ext, TOSA_OPCODES[node.op], *operands)
         if node.debug_name:
             w.inst(w.names, "OpName", rid, *_string(node.debug_name))
-        ids[index] = rid
+        if specs:  # every result extracted at once, as model-converter does
+            for element, spec in enumerate(specs):
+                ids[index, element] = w.new_id()
+                w.inst(body, "OpCompositeExtract", w.tensor_type(spec), ids[index, element], rid, element)
+        else:
+            ids[index, 0] = rid
     for i, value in enumerate(graph.outputs):
         w.inst(body, "OpGraphSetOutputARM", _value_id(w, graph, ids, value), w.u32(i))
     w.inst(body, "OpGraphEndARM")
@@ -300,14 +319,14 @@ def _pointer(w: _Writer, tensor: int) -> int:
     return rid
 
 
-def _value_id(w: _Writer, graph: Graph, ids: dict[int, int], value: Value) -> int:
-    if value.node in ids:
-        return ids[value.node]
+def _value_id(w: _Writer, graph: Graph, ids: dict[tuple[int, int], int], value: Value) -> int:
+    if (value.node, value.element) in ids:
+        return ids[value.node, value.element]
     node = graph.nodes[value.node]
     return w.tensor_constant(node.result, node.data)
 
 
-def _operand(w: _Writer, graph: Graph, ids: dict[int, int], node, name: str, kind: Kind) -> list[int]:
+def _operand(w: _Writer, graph: Graph, ids: dict[tuple[int, int], int], node, name: str, kind: Kind) -> list[int]:
     value = node.operands[name]
     if kind is Kind.TENSOR:
         values = value if isinstance(value, list) else [value]

@@ -182,7 +182,8 @@ def _shapes(g: Graph) -> dict[str, str]:
                 key = f"{name}[{i}]" if isinstance(value, list) else name
                 kind = g.nodes[part.node].kind
                 shapes[key] = str(part.spec) + (" (constant)" if kind == "constant" else "")
-    shapes["result"] = str(node.result)
+    results = node.result if isinstance(node.result, tuple) else (node.result,)
+    shapes["result"] = ", ".join(map(str, results))
     return shapes
 
 
@@ -190,8 +191,6 @@ def _one_op(node: Node, value_of: Callable[[Operand], np.ndarray],
             constants: dict[int, np.ndarray]) -> tuple[Graph, list[np.ndarray], dict[str, object]]:
     """A graph of `node` alone: its run-time operands become inputs (fed `value_of` them),
     its constants constants; with the inputs and the attributes it was given."""
-    if isinstance(node.result_type, tuple):
-        raise TosaError(f"{node.op} has several results, which pyvgf.build does not write")
     g = Graph()
     feeds: list[np.ndarray] = []
     made: dict[int, object] = {}
@@ -220,8 +219,10 @@ def _one_op(node: Node, value_of: Callable[[Operand], np.ndarray],
         operands[name] = attributes[name] = _attribute(name, kind, given.value)
     if not feeds:
         raise TosaError("all its operands are constants (pyvgf folds it when planning)")
-    g.output(g.op(node.op, result=(node.result_type.dtype, node.result_type.shape), debug_name=node.name,
-                  **operands))
+    rtype = node.result_type
+    result = [(t.dtype, t.shape) for t in rtype] if isinstance(rtype, tuple) else (rtype.dtype, rtype.shape)
+    results = g.op(node.op, result=result, debug_name=node.name, **operands)
+    g.output(*(results if isinstance(results, tuple) else (results,)))  # FFT2D, RFFT2D: both
     return g, feeds, attributes
 
 

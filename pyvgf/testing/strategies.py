@@ -591,6 +591,24 @@ def conv3d(draw, case: GraphCase, x: Value | None = None) -> Value:
     return _int48_to_int32(case, y)
 
 
+def _power_of_two(size: int) -> bool:
+    return size & (size - 1) == 0
+
+
+def fft(draw, case: GraphCase, x: Value | None = None) -> Value | tuple[Value, ...]:
+    """FFT2D (forward or inverse) of a float32 [N, H, W] real and imaginary pair, or RFFT2D of a
+    real one; H and W powers of two (1 to 32). Returns both results (output_real, output_imag)."""
+    if x is not None and (x.dtype != F32 or len(x.shape) != 3 or not all(map(_power_of_two, x.shape[1:]))):
+        return _unary_safe(draw, case, x) if _is_float(x.dtype) else clamp(draw, case, x)
+    if x is None:
+        x = case.input(F32, (draw(st.integers(1, 2)), 1 << draw(st.integers(0, 5)), 1 << draw(st.integers(0, 5))))
+    local_bound = draw(st.booleans())
+    if draw(st.booleans()):
+        return case.graph.op("RFFT2D", input_real=x, local_bound=local_bound)
+    return case.graph.op("FFT2D", input_real=x, input_imag=case.input(F32, x.shape), inverse=draw(st.booleans()),
+                         local_bound=local_bound)
+
+
 def _int48_to_int32(case: GraphCase, y: Value) -> Value:
     """An int48 result rescaled to int32, as real models do (tosa_reference_model returns no int48)."""
     if y.dtype != np.int64:
@@ -607,9 +625,10 @@ FAMILIES: dict[str, Callable] = {
     "transpose": transpose, "conv2d": conv2d, "pool2d": pool2d, "matmul": matmul,
     "reduction": reduction, "data_layout": data_layout, "cast": cast, "select": select,
     "table": table, "gather": gather, "scatter": scatter, "resize": resize,
-    "transpose_conv2d": transpose_conv2d, "conv3d": conv3d,
+    "transpose_conv2d": transpose_conv2d, "conv3d": conv3d, "fft": fft,
 }
-"""Operator families `ops()` draws from, by name."""
+"""Operator families `ops()` draws from, by name: each adds its inputs to the case and returns
+its result (or results: every one becomes a graph output)."""
 
 
 def ops(families: Sequence[str] | None = None) -> st.SearchStrategy[GraphCase]:
@@ -623,7 +642,8 @@ def ops(families: Sequence[str] | None = None) -> st.SearchStrategy[GraphCase]:
     def draw_op(draw) -> GraphCase:
         family = draw(st.sampled_from(chosen))
         case = GraphCase(Graph(), description=f"family {family}")
-        case.graph.output(FAMILIES[family](draw, case))
+        result = FAMILIES[family](draw, case)
+        case.graph.output(*(result if isinstance(result, tuple) else (result,)))
         return case
 
     return draw_op()

@@ -17,11 +17,14 @@ def perturbed(op: str):
     def backend(model: bytes, inputs: list[np.ndarray]) -> list[np.ndarray]:
         real = OPS[op]
 
-        def wrong(**operands):  # on the reference: the op runs as it is called
-            result = real.fn(**operands)
+        def move(result: np.ndarray) -> np.ndarray:
             if result.dtype.kind in "iu":
                 return (result.astype(np.int64) + 97).astype(result.dtype)
             return result * np.asarray(1.25, result.dtype) + np.asarray(0.5, result.dtype)
+
+        def wrong(**operands):  # on the reference: the op runs as it is called
+            result = real.fn(**operands)
+            return tuple(map(move, result)) if isinstance(result, tuple) else move(result)
 
         OPS[op] = dataclasses.replace(real, fn=wrong)
         try:

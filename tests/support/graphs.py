@@ -52,5 +52,16 @@ def runtime_rank0() -> Graph:
     return g
 
 
-GRAPHS = {"add_f32": add_f32, "build_conv_clamp": build_conv_clamp, "build_int_mix": build_int_mix,
-          "runtime_rank0": runtime_rank0}
+def build_fft() -> Graph:
+    """FFT2D and RFFT2D: results used by another op, returned, or left unused."""
+    g = Graph()
+    re, im = g.input("float32", (2, 4, 8)), g.input("float32", (2, 4, 8))
+    out_re, out_im = g.op("FFT2D", input_real=re, input_imag=im, inverse=True)
+    total = g.op("ADD", input1=out_im, input2=re)
+    _, rfft_im = g.op("RFFT2D", input_real=im, local_bound=True)
+    g.output(out_re, total, rfft_im)
+    return g
+
+
+GRAPHS = {"add_f32": add_f32, "build_conv_clamp": build_conv_clamp, "build_fft": build_fft,
+          "build_int_mix": build_int_mix, "runtime_rank0": runtime_rank0}
