@@ -10,9 +10,41 @@ See spec/vgf-container.md for the prose version.
 
 from __future__ import annotations
 
-from construct import Array, Bytes, Int8ul, Int16ul, Int32sl, Int32ul, Int64ul, Struct, this
+from typing import Any
 
-from .flatbuffers import Field, Ref, String, Table, Union, Vector, i64, u8, u32
+import numpy as np
+from construct import (
+    Array,
+    Bytes,
+    Int8ul,
+    Int16ul,
+    Int32sl,
+    Int32ul,
+    Int64ul,
+    Struct,
+    this,
+)
+
+from . import model
+from .flatbuffers import (
+    Adapter,
+    Cursor,
+    Enum,
+    Field,
+    FlatBufferError,
+    Ints,
+    Ref,
+    Sole,
+    String,
+    Table,
+    Union,
+    Vector,
+    View,
+    i64,
+    u8,
+    u32,
+)
+from .model import CodeType
 
 MAGIC = b"VGF1"
 MAGIC_LEGACY = (0xF0E1D2C3).to_bytes(4, "little")
@@ -44,21 +76,91 @@ Header = Struct(
 )
 assert Header.sizeof() == HEADER_SIZE
 
+# --- the object model's shapes that differ from the tables' -------------------------------
+
+
+def _no_words() -> np.ndarray:
+    return np.frombuffer(b"", np.uint32)
+
+
+def _no_bytes() -> np.ndarray:
+    return np.frombuffer(b"", np.uint8)
+
+
+def constant_bytes(data: np.ndarray) -> np.ndarray:
+    """A constant's data as the flat uint8 array that is written (no copy when contiguous)."""
+    return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+
+
+class _Module(Adapter):
+    """Module table <-> `model.Module`: the union `code` is the module's code_type and code."""
+
+    def _decode(self, obj: dict[str, Any], cur: Cursor, offset: int) -> model.Module:
+        obj["code_type"], obj["code"] = obj["code"]
+        return model.Module(**obj)
+
+    def _encode(self, m: model.Module) -> dict[str, Any]:
+        return {"type": m.type, "name": m.name, "entry_point": m.entry_point, "code": (m.code_type, m.code)}
+
+
+class _Resource(Adapter):
+    """ModelResourceTableEntry <-> `model.Resource`: the Description's shape and strides and
+    the SamplerConfig of `extra_config` are the resource's own fields."""
+
+    def _decode(self, obj: dict[str, Any], cur: Cursor, offset: int) -> model.Resource:
+        description = obj["description"]
+        return model.Resource(
+            descriptor_type=obj["vk_descriptor_type"],
+            format=obj["vk_format"],
+            category=obj["category"],
+            shape=description.get("shape", []),
+            strides=description.get("strides", []),
+            sampler=obj["extra_config"][1],
+            alias_group_id=obj["alias_group_id"],
+        )
+
+    def _encode(self, r: model.Resource) -> dict[str, Any]:
+        return {
+            "vk_descriptor_type": r.descriptor_type,
+            "vk_format": r.format,
+            "category": r.category,
+            "description": {"shape": r.shape, "strides": r.strides},
+            "extra_config": (0, None) if r.sampler is None else (1, r.sampler),
+            "alias_group_id": r.alias_group_id,
+        }
+
+
+class _LegacyConstant(Adapter):
+    """ConstantData <-> `model.Constant` (its `raw` bytes are the constant's data)."""
+
+    def _decode(self, obj: dict[str, Any], cur: Cursor, offset: int) -> model.Constant:
+        if obj["sparsity_dimension"] < -1:
+            raise FlatBufferError(f"ConstantData.sparsity_dimension {obj['sparsity_dimension']} is below -1", offset)
+        return model.Constant(obj["mrt_index"], obj["raw"], obj["sparsity_dimension"])
+
+    def _encode(self, c: model.Constant) -> dict[str, Any]:
+        return {"mrt_index": c.mrt_index, "sparsity_dimension": c.sparsity_dimension, "raw": constant_bytes(c.data)}
+
+
 # --- section 1: module table ---------------------------------------------------------------
 
-SPIRV = Table("SPIRV", Field(0, "words", Vector(u32, raw=True)))
-GLSL = Table("GLSL", Field(0, "code", String()))
-HLSL = Table("HLSL", Field(0, "code", String()))
+SPIRV = Table("SPIRV", Field(0, "words", View(u32), _no_words))
+GLSL = Table("GLSL", Field(0, "code", String(), str))
+HLSL = Table("HLSL", Field(0, "code", String(), str))
 
-Module = Table(
-    "Module",
-    Field(0, "type", u8, 0),
-    Field(1, "name", String()),
-    Field(2, "entry_point", String()),
-    Union(3, "code", {1: SPIRV, 2: GLSL, 3: HLSL}),
+Module = _Module(
+    Table(
+        "Module",
+        Field(0, "type", Enum(u8, model.ModuleType), 0),
+        Field(1, "name", String(), str),
+        Field(2, "entry_point", String(), str),
+        Union(3, "code", {CodeType.SPIRV: Sole(SPIRV), CodeType.GLSL: Sole(GLSL), CodeType.HLSL: Sole(HLSL)},
+              Enum(u8, CodeType)),
+        order=("code", "name", "entry_point"),
+    )
 )
 
-ModuleTable = Table("ModuleTable", Field(0, "modules", Vector(Module)))
+ModuleTable = Sole(Table("ModuleTable", Field(0, "modules", Vector(Module), list)))
 
 # --- section 2: model sequence table -------------------------------------------------------
 
@@ -66,12 +168,14 @@ BindingSlot = Table(
     "BindingSlot",
     Field(0, "binding", u32, 0),
     Field(1, "mrt_index", u32, 0),
+    model=model.BindingSlot,
 )
 
 DescriptorSetInfo = Table(
     "DescriptorSetInfo",
-    Field(0, "bindings", Vector(BindingSlot)),
-    Field(1, "set_index", u32, 0xFFFFFFFF),  # format 0.4.2; default: position in set_infos
+    Field(0, "bindings", Vector(BindingSlot), list),
+    Field(1, "set_index", u32, model.NO_INDEX),  # format 0.4.2; default: position in set_infos
+    model=model.DescriptorSetInfo,
 )
 
 PushConstantRange = Table(
@@ -79,43 +183,47 @@ PushConstantRange = Table(
     Field(0, "stage_flags", u32, 0),
     Field(1, "offset", u32, 0),
     Field(2, "size", u32, 0),
+    model=model.PushConstantRange,
 )
 
 GraphConstantBinding = Table(
     "GraphConstantBinding",
     Field(0, "graph_constant_id", u32, 0),
     Field(1, "constant_table_index", u32, 0),
+    model=model.ConstantBinding,
 )
 
 SegmentInfo = Table(
     "SegmentInfo",
-    Field(0, "type", u8, 0),
-    Field(1, "name", String()),
+    Field(0, "type", Enum(u8, model.ModuleType), 0),
+    Field(1, "name", String(), str),
     Field(2, "module_index", u32, 0),
-    Field(3, "set_infos", Vector(DescriptorSetInfo)),
-    Field(4, "inputs", Vector(BindingSlot)),
-    Field(5, "outputs", Vector(BindingSlot)),
-    Field(6, "constants", Vector(u32)),
-    Field(7, "dispatch_shape", Vector(u32)),
-    Field(8, "push_constant_ranges", Vector(PushConstantRange)),
+    Field(3, "set_infos", Vector(DescriptorSetInfo), list),
+    Field(4, "inputs", Vector(BindingSlot), list),
+    Field(5, "outputs", Vector(BindingSlot), list),
+    Field(6, "constants", Ints(u32), list),
+    Field(7, "dispatch_shape", Ints(u32)),
+    Field(8, "push_constant_ranges", Vector(PushConstantRange), list),
     Field(9, "constant_bindings", Vector(GraphConstantBinding)),  # format 0.5
+    model=model.Segment,
 )
 
 ModelSequenceTable = Table(
     "ModelSequenceTable",
-    Field(0, "segments", Vector(SegmentInfo)),
-    Field(1, "inputs", Vector(BindingSlot)),
-    Field(2, "outputs", Vector(BindingSlot)),
-    Field(3, "input_names", Vector(String())),
-    Field(4, "output_names", Vector(String())),
+    Field(0, "segments", Vector(SegmentInfo), list),
+    Field(1, "inputs", Vector(BindingSlot), list),
+    Field(2, "outputs", Vector(BindingSlot), list),
+    Field(3, "input_names", Vector(String()), list),
+    Field(4, "output_names", Vector(String()), list),
+    model=model.ModelSequence,
 )
 
 # --- section 3: model resource table -------------------------------------------------------
 
 Description = Table(
     "Description",
-    Field(0, "shape", Vector(i64)),
-    Field(1, "strides", Vector(i64)),
+    Field(0, "shape", Ints(i64), list),
+    Field(1, "strides", Ints(i64), list),
 )
 
 SamplerConfig = Table(
@@ -125,19 +233,22 @@ SamplerConfig = Table(
     Field(2, "address_mode_u", u32, 0),
     Field(3, "address_mode_v", u32, 0),
     Field(4, "border_color", u32, 0),
+    model=model.SamplerConfig,
 )
 
-ModelResourceTableEntry = Table(
-    "ModelResourceTableEntry",
-    Field(0, "vk_descriptor_type", u32, 0),  # 0xFFFFFFFF (written) for constants
-    Field(1, "vk_format", u32, 0),
-    Field(2, "category", u8, 0),
-    Field(3, "description", Description),
-    Union(4, "extra_config", {1: SamplerConfig}),
-    Field(6, "alias_group_id", u32, 0xFFFFFFFF),
+ModelResourceTableEntry = _Resource(
+    Table(
+        "ModelResourceTableEntry",
+        Field(0, "vk_descriptor_type", u32, 0),  # 0xFFFFFFFF (written) for constants
+        Field(1, "vk_format", u32, 0),
+        Field(2, "category", Enum(u8, model.Category), 0),
+        Field(3, "description", Description, dict),  # absent: shape and strides empty
+        Union(4, "extra_config", {1: SamplerConfig}),
+        Field(6, "alias_group_id", u32, model.NO_INDEX),
+    )
 )
 
-ModelResourceTable = Table("ModelResourceTable", Field(0, "mrt_entry", Vector(ModelResourceTableEntry)))
+ModelResourceTable = Sole(Table("ModelResourceTable", Field(0, "mrt_entry", Vector(ModelResourceTableEntry), list)))
 
 # --- section 4: constants ------------------------------------------------------------------
 
@@ -157,14 +268,16 @@ ConstantSectionV00 = Struct(
     # payload follows: each constant padded with zeros to a multiple of 8 bytes
 )
 
-ConstantData = Table(
-    "ConstantData",
-    Field(0, "mrt_index", u32, 0),
-    Field(1, "sparsity_dimension", i64, 0),
-    Field(2, "raw", Vector(u8, raw=True)),  # force_align: 8
+ConstantData = _LegacyConstant(
+    Table(
+        "ConstantData",
+        Field(0, "mrt_index", u32, 0),
+        Field(1, "sparsity_dimension", i64, 0),
+        Field(2, "raw", View(u8, align=8), _no_bytes),  # force_align: 8
+    )
 )
 
-ConstantSection = Table("ConstantSection", Field(0, "data", Vector(ConstantData)))
+ConstantSection = Sole(Table("ConstantSection", Field(0, "data", Vector(ConstantData), list)))
 """Legacy (format < 0.4) constants: a FlatBuffers root in section 4."""
 
 
