@@ -344,6 +344,9 @@ class Table(_Located):
         tags = {u.name + "_type" for u in self.unions.values()}
         self.scalars = [f.name for f in self.fields if isinstance(f.kind, Scalar) and f.name not in tags]
         self.order = order or tuple(n for n in self.names if n not in self.scalars)
+        self.add_order = [f for size in (8, 4, 2, 1) for f in reversed(self.fields) if f.inline_size == size]
+        """The order flatc's generated `Create<Table>()` adds fields: by inline size, largest
+        first, and within one size in reverse declaration order."""
         if model is not None and self.unions:
             raise TypeError(f"{name}: a table with a union is mapped to a model by an Adapter")
 
@@ -406,14 +409,6 @@ class Table(_Located):
         """Build the object offset field `name` refers to; None (absent) for a None value."""
         return None if value is None else self.by_name[name].kind.build(builder, value)
 
-    def add_order(self) -> list[Field]:
-        """The order flatc's generated `Create<Table>()` adds fields: by inline size, largest
-        first, and within one size in reverse declaration order."""
-        order = []
-        for size in (8, 4, 2, 1):
-            order.extend(f for f in reversed(self.fields) if f.inline_size == size)
-        return order
-
     def build_into(self, builder: Builder, **values: Any) -> int:
         """Add a table of this type (offsets of children already built) and return its offset.
         Scalars equal to their default are omitted, offsets that are None are absent."""
@@ -421,7 +416,7 @@ class Table(_Located):
         if unknown:
             raise TypeError(f"{self.name} has no field(s) {sorted(unknown)}")
         start = builder.start_table()
-        for f in self.add_order():
+        for f in self.add_order:
             value = values.get(f.name)
             if isinstance(f.kind, Scalar):
                 builder.add_scalar(f.slot, f.kind, f.default if value is None else value, f.default)
