@@ -153,32 +153,7 @@ def _read_flatbuffer(stream: _ViewStream, view: memoryview, name: str, offset: i
 
 
 def _constants_v00(stream: _ViewStream, data: np.ndarray, offset: int, size: int) -> list[Constant]:
-    where = "constants"
     if size < 16:
-        raise VGFFormatError(f"CONST00 section of {size} bytes is too small", section=where, offset=offset)
-    stream.seek(offset + 8)
-    count = int.from_bytes(stream.read(8), "little")
-    if count > (size - 16) // 24:
-        raise VGFFormatError(
-            f"CONST00 declares {count} constants but has room for {(size - 16) // 24}", section=where, offset=offset + 8
-        )
+        raise VGFFormatError(f"CONST00 section of {size} bytes is too small", section="constants", offset=offset)
     stream.seek(offset)
-    section = schema.ConstantSectionV00.parse_stream(stream)
-    payload = offset + 16 + 24 * count
-    payload_size = offset + size - payload
-    out = []
-    for i, meta in enumerate(section.metadata):
-        at = offset + 16 + 24 * i
-        if meta.offset > payload_size or meta.size > payload_size - meta.offset:
-            raise VGFFormatError(
-                f"constant {i} (offset {meta.offset}, size {meta.size}) runs past the payload of {payload_size} bytes",
-                section=where,
-                offset=at,
-            )
-        if meta.sparsity_dimension < -1:
-            raise VGFFormatError(
-                f"constant {i} has sparsity dimension {meta.sparsity_dimension} (< -1)", section=where, offset=at + 4
-            )
-        start = payload + meta.offset
-        out.append(Constant(meta.mrt_index, data[start : start + meta.size], meta.sparsity_dimension))
-    return out
+    return schema.ConstantSectionV00.parse_stream(stream, array=data, bounds=(offset, offset + size))

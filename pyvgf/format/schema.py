@@ -14,20 +14,26 @@ from typing import Any
 
 import numpy as np
 from construct import (
+    Adapter,
     Array,
     Bytes,
+    Const,
     Int8ul,
     Int16ul,
     Int32sl,
     Int32ul,
     Int64ul,
+    Rebuild,
     Struct,
+    Tell,
+    len_,
     this,
 )
 
+from ..errors import VGFFormatError
+from . import flatbuffers as fb
 from . import model
 from .flatbuffers import (
-    Adapter,
     Cursor,
     Enum,
     Field,
@@ -92,7 +98,7 @@ def constant_bytes(data: np.ndarray) -> np.ndarray:
     return np.ascontiguousarray(data).reshape(-1).view(np.uint8)
 
 
-class _Module(Adapter):
+class _Module(fb.Adapter):
     """Module table <-> `model.Module`: the union `code` is the module's code_type and code."""
 
     def _decode(self, obj: dict[str, Any], cur: Cursor, offset: int) -> model.Module:
@@ -103,7 +109,7 @@ class _Module(Adapter):
         return {"type": m.type, "name": m.name, "entry_point": m.entry_point, "code": (m.code_type, m.code)}
 
 
-class _Resource(Adapter):
+class _Resource(fb.Adapter):
     """ModelResourceTableEntry <-> `model.Resource`: the Description's shape and strides and
     the SamplerConfig of `extra_config` are the resource's own fields."""
 
@@ -130,7 +136,7 @@ class _Resource(Adapter):
         }
 
 
-class _LegacyConstant(Adapter):
+class _LegacyConstant(fb.Adapter):
     """ConstantData <-> `model.Constant` (its `raw` bytes are the constant's data)."""
 
     def _decode(self, obj: dict[str, Any], cur: Cursor, offset: int) -> model.Constant:
@@ -254,6 +260,11 @@ ModelResourceTable = Sole(Table("ModelResourceTable", Field(0, "mrt_entry", Vect
 
 CONST00 = b"CONST00\0"
 
+def padded(size: int) -> int:
+    """The bytes a constant of `size` bytes takes in the CONST00 payload."""
+    return size + -size % 8
+
+
 ConstantMetaDataV00 = Struct(
     "mrt_index" / Int32ul,
     "sparsity_dimension" / Int32sl,  # -1: dense
@@ -261,12 +272,66 @@ ConstantMetaDataV00 = Struct(
     "offset" / Int64ul,  # from the start of the payload
 )
 
-ConstantSectionV00 = Struct(
-    "version" / Bytes(8),  # CONST00
-    "count" / Int64ul,
-    "metadata" / Array(this.count, ConstantMetaDataV00),
-    # payload follows: each constant padded with zeros to a multiple of 8 bytes
+
+class _Count(Adapter):
+    """CONST00's record count, refused (before any record is read) when more records than
+    the section has room for are declared."""
+
+    def _decode(self, count: int, context, path) -> int:
+        lo, hi = context._params.bounds
+        room = (hi - lo - 16) // 24
+        if count > room:
+            raise VGFFormatError(f"CONST00 declares {count} constants but has room for {room}",
+                                 section="constants", offset=lo + 8)
+        return count
+
+    def _encode(self, count: int, context, path) -> int:
+        return count
+
+
+class _ConstantsV00(Adapter):
+    """CONST00 <-> list[`model.Constant`]: a record's data is a view of the payload (of the
+    parse's `array` parameter, the file); its offsets are the running sum of padded sizes."""
+
+    def _decode(self, obj, context, path) -> list[model.Constant]:
+        array, (_, end) = context._params.array, context._params.bounds
+        payload, room = obj.payload, end - obj.payload
+        records = payload - 24 * len(obj.metadata)
+        out = []
+        for i, meta in enumerate(obj.metadata):
+            at = records + 24 * i
+            if meta.offset > room or meta.size > room - meta.offset:
+                raise VGFFormatError(
+                    f"constant {i} (offset {meta.offset}, size {meta.size}) runs past the payload of {room} bytes",
+                    section="constants",
+                    offset=at,
+                )
+            if meta.sparsity_dimension < -1:
+                raise VGFFormatError(f"constant {i} has sparsity dimension {meta.sparsity_dimension} (< -1)",
+                                     section="constants", offset=at + 4)
+            start = payload + meta.offset
+            out.append(model.Constant(meta.mrt_index, array[start : start + meta.size], meta.sparsity_dimension))
+        return out
+
+    def _encode(self, constants: list[model.Constant], context, path) -> dict[str, Any]:
+        metadata, offset = [], 0
+        for c in constants:
+            size = constant_bytes(c.data).size
+            metadata.append({"mrt_index": c.mrt_index, "sparsity_dimension": c.sparsity_dimension,
+                             "size": size, "offset": offset})
+            offset += padded(size)
+        return {"metadata": metadata}
+
+
+ConstantSectionV00 = _ConstantsV00(
+    Struct(
+        "version" / Const(CONST00),
+        "count" / Rebuild(_Count(Int64ul), len_(this.metadata)),
+        "metadata" / Array(this.count, ConstantMetaDataV00),
+        "payload" / Tell,  # each constant, padded with zeros to a multiple of 8 bytes (not built here)
+    )
 )
+"""Parsed with the parameters `array` (the file as uint8) and `bounds` (the section)."""
 
 ConstantData = _LegacyConstant(
     Table(

@@ -197,15 +197,11 @@ def _sequence_table(vgf: VGF) -> bytes:
 
 
 def _constants_v00(vgf: VGF) -> Chunks:
-    metas, payload, offset = [], [], 0
+    payload: Chunks = []
     for c in vgf.constants:
         data = memoryview(s.constant_bytes(c.data))
-        size = len(data)
-        metas.append({"mrt_index": c.mrt_index, "sparsity_dimension": c.sparsity_dimension, "size": size, "offset": offset})
-        payload += [data, bytes(-size % 8)]
-        offset += size + (-size % 8)
-    head = s.ConstantSectionV00.build({"version": s.CONST00, "count": len(metas), "metadata": metas})
-    return [head, *payload]
+        payload += [data, bytes(s.padded(len(data)) - len(data))]
+    return [s.ConstantSectionV00.build(vgf.constants), *payload]
 
 
 def _legacy_constants(vgf: VGF) -> bytes:
