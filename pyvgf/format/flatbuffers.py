@@ -7,11 +7,16 @@ stream position; positions are absolute file offsets, and the whole file (`data`
 memoryview), the section `bounds` and a byte `budget` come in as construct parameters. Every
 offset is checked against the section bounds before it is followed and every vector length
 against the bytes left, so hostile input fails fast with `FlatBufferError` (a
-`construct.ConstructError` carrying the byte offset).
+`construct.ConstructError` carrying the byte offset). `Enum` fields read as IntEnum members,
+a `Table` with a `model` reads as that class, and `Adapter` (construct's `_decode`/`_encode`
+pair) maps any other object to the value the caller wants (`Ints`, `View`, `Sole`).
 
-Writing: `Builder` builds back to front like the C++ builder (alignment, padding, vtable
-deduplication, `Finish`), and `Table.build_into` adds fields in the order `flatc` generates
-(largest scalars first, then reverse declaration order), so the bytes match Arm's encoder.
+Writing: every object builds from the value it parses to (`build(builder, value)`, children
+first, in the table's `order`). `Builder` builds back to front like the C++ builder
+(alignment, padding, vtable deduplication, `Finish`), and `Table.build_into` adds fields in
+the order `flatc` generates (largest scalars first, then reverse declaration order), so the
+bytes match Arm's encoder. Vtables, alignment and offsets are the builder's, not construct's:
+construct builds front to back and has no notion of a vtable shared between tables.
 """
 
 from __future__ import annotations

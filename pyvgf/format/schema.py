@@ -6,6 +6,15 @@ The header and the CONST00 constant layout are fixed-size structs; the four midd
 are FlatBuffers tables (`pyvgf.format.flatbuffers`), declared slot by slot as in Arm's
 `vgf.fbs` (plus `SegmentInfo.constant_bindings`, slot 9, from format 0.5).
 See spec/vgf-container.md for the prose version.
+
+Each section's schema is also its mapping to the object model (`pyvgf.format.model`): tables
+whose fields the model names alike read as (and build from) the model's classes, enum fields
+read as its enums, and adapters map the rest (a Module's code union, a Resource's description
+and sampler, constants as views of the file). Each root parses to what `VGF` holds for that
+section and builds back from it. What stays outside: the header (its section table is derived
+from the sections when writing, and read.py checks it before anything else is read) and the
+order in which the model sequence table's objects are created (model-converter's, see
+`pyvgf.format.write`).
 """
 
 from __future__ import annotations
