@@ -320,6 +320,18 @@ class _UnionValue(_Located):
     """Placeholder kind for a union's value slot (resolved by the tag)."""
 
 
+_SCALAR, _ENUM, _UNION, _OFFSET = "scalar", "enum", "union", "offset"
+
+
+def _mode(kind: Any) -> str:
+    """How a table reads a field of this kind."""
+    if isinstance(kind, Enum):
+        return _ENUM
+    if isinstance(kind, Scalar):
+        return _SCALAR
+    return _UNION if isinstance(kind, _UnionValue) else _OFFSET
+
+
 class Table(_Located):
     """A FlatBuffers table: soffset to its vtable, fields located through the vtable.
 
@@ -352,6 +364,7 @@ class Table(_Located):
         self.add_order = [f for size in (8, 4, 2, 1) for f in reversed(self.fields) if f.inline_size == size]
         """The order flatc's generated `Create<Table>()` adds fields: by inline size, largest
         first, and within one size in reverse declaration order."""
+        self._plan = [(f.name, f.slot, f.inline_size, _mode(f.kind), f.kind, f.default) for f in self.fields]
         if model is not None and self.unions:
             raise TypeError(f"{name}: a table with a union is mapped to a model by an Adapter")
 
@@ -366,22 +379,23 @@ class Table(_Located):
         vt = cur.bytes(vtable, vt_size)
         cur.check(offset, table_size)
         cur.budget.spend(table_size + vt_size, offset)
+        slots = struct.unpack_from(f"<{(vt_size - 4) // 2}H", vt, 4)
         out: dict[str, Any] = {}
-        for f in self.fields:
-            pos = 4 + 2 * f.slot
-            voff = struct.unpack_from("<H", vt, pos)[0] if pos + 2 <= vt_size else 0
-            if voff and self.sized and voff + f.inline_size > table_size:
-                raise FlatBufferError(f"{self.name}.{f.name} lies outside its table", offset)
+        for name, slot, size, mode, kind, default in self._plan:
+            voff = slots[slot] if slot < len(slots) else 0
+            if voff and self.sized and voff + size > table_size:
+                raise FlatBufferError(f"{self.name}.{name} lies outside its table", offset)
             where = offset + voff
-            if isinstance(f.kind, Scalar):
-                value = cur.unpack(f.kind.struct, where)[0] if voff else f.default
-                out[f.name] = f.kind.decode(value, f"{self.name}.{f.name}", where) if isinstance(f.kind, Enum) else value
-            elif isinstance(f.kind, _UnionValue):
-                out[f.name] = where if voff else None
+            if mode is _SCALAR:
+                out[name] = cur.unpack(kind.struct, where)[0] if voff else default
+            elif mode is _ENUM:
+                out[name] = kind.decode(cur.unpack(kind.struct, where)[0] if voff else default, self.name + "." + name, where)
+            elif mode is _UNION:
+                out[name] = where if voff else None
             elif voff:
-                out[f.name] = Ref(f.kind).parse_at(cur, where)
+                out[name] = kind.parse_at(cur, where + cur.unpack(_U32, where)[0])
             else:
-                out[f.name] = f.default() if callable(f.default) else f.default
+                out[name] = default() if callable(default) else default
         for u in self.unions.values():
             tag, where = out.pop(u.name + "_type"), out.pop(u.name)
             if where is None or tag == 0:
@@ -389,7 +403,7 @@ class Table(_Located):
             elif tag not in u.members:
                 raise FlatBufferError(f"{self.name}.{u.name} has unknown union type {tag}", offset)
             else:
-                out[u.name] = (tag, Ref(u.members[tag]).parse_at(cur, where))
+                out[u.name] = (tag, u.members[tag].parse_at(cur, where + cur.unpack(_U32, where)[0]))
         return out if self.model is None else self.model(**out)
 
     def build(self, builder: Builder, value: Any) -> int:
