@@ -59,7 +59,6 @@ from .flatbuffers import (
     u8,
     u32,
 )
-from .model import CodeType
 
 MAGIC = b"VGF1"
 MAGIC_LEGACY = (0xF0E1D2C3).to_bytes(4, "little")
@@ -169,9 +168,9 @@ Module = _Module(
         Field(0, "type", Enum(u8, model.ModuleType), 0),
         Field(1, "name", String(), str),
         Field(2, "entry_point", String(), str),
-        Union(3, "code", {CodeType.SPIRV: Sole(SPIRV), CodeType.GLSL: Sole(GLSL), CodeType.HLSL: Sole(HLSL)},
-              Enum(u8, CodeType)),
-        order=("code", "name", "entry_point"),
+        Union(3, "code", {model.CodeType.SPIRV: Sole(SPIRV), model.CodeType.GLSL: Sole(GLSL),
+                          model.CodeType.HLSL: Sole(HLSL)}, tag=Enum(u8, model.CodeType)),
+        order=("code", "name", "entry_point"),  # as Arm's encoder makes them (spec section 7)
     )
 )
 
