@@ -111,29 +111,7 @@ def _read_header(view: memoryview, size: int) -> tuple[Header, list[tuple[int, i
         raise VGFFormatError(
             f"file of {size} bytes is smaller than the {schema.HEADER_SIZE}-byte header", section="header", offset=0
         )
-    h = schema.Header.parse(view[: schema.HEADER_SIZE].tobytes())
-    if h.magic not in (schema.MAGIC, schema.MAGIC_LEGACY):
-        raise VGFFormatError(f"bad magic {h.magic.hex()} (not a VGF file)", section="header", offset=0)
-    version = (h.major, h.minor, h.patch)
-    if h.major != schema.MAJOR or h.minor > schema.MAX_MINOR:
-        raise VGFFormatError(
-            f"format version {'.'.join(map(str, version))} is newer than pyvgf reads "
-            f"({schema.MAJOR}.{schema.MAX_MINOR}.x at most)",
-            section="header",
-            offset=8,
-        )
-    sections = []
-    for i, (name, entry) in enumerate(zip(schema.SECTIONS, h.sections)):
-        where = 16 + 16 * i
-        if entry.offset > size or entry.size > size - entry.offset:
-            raise VGFFormatError(
-                f"{name} (offset {entry.offset}, size {entry.size}) runs past the end of the {size}-byte file",
-                section="header",
-                offset=where,
-            )
-        sections.append((entry.offset, entry.size))
-    header = Header(version=version, vk_header_version=h.vk_header_version, legacy_magic=h.magic == schema.MAGIC_LEGACY)
-    return header, sections
+    return schema.FileHeader.parse(view[: schema.HEADER_SIZE].tobytes(), size=size)
 
 
 def _read_flatbuffer(stream: _ViewStream, view: memoryview, name: str, offset: int, size: int) -> Any:

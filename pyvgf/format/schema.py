@@ -10,11 +10,14 @@ See spec/vgf-container.md for the prose version.
 Each section's schema is also its mapping to the object model (`pyvgf.format.model`): tables
 whose fields the model names alike read as (and build from) the model's classes, enum fields
 read as its enums, and adapters map the rest (a Module's code union, a Resource's description
-and sampler, constants as views of the file). Each root parses to what `VGF` holds for that
-section and builds back from it. What stays outside: the header (its section table is derived
-from the sections when writing, and read.py checks it before anything else is read) and the
-order in which the model sequence table's objects are created (model-converter's, see
-`pyvgf.format.write`).
+and sampler, constants as views of the file, the header as `model.Header` and its section
+table). Each root parses to what `VGF` holds for that section and builds back from it, and
+the adapters refuse what the format forbids (VGFFormatError naming section and offset).
+
+Left to read.py and write.py: placing the sections (the section table is known only once they
+are built; construct builds front to back) and the order in which the model sequence table's
+objects are created (model-converter's, which shares BindingSlot tables across segments;
+see `pyvgf.format.write`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from construct import (
     Array,
     Bytes,
     Const,
+    Default,
     Int8ul,
     Int16ul,
     Int32sl,
@@ -79,16 +83,59 @@ SectionEntry = Struct(
 Header = Struct(
     "magic" / Bytes(4),  # b"VGF1", or the legacy u32 0xF0E1D2C3
     "vk_header_version" / Int16ul,  # VK_HEADER_VERSION of the producer; informational
-    "reserved0" / Int16ul,
+    "reserved0" / Default(Int16ul, 0),
     "major" / Int8ul,
     "minor" / Int8ul,
     "patch" / Int8ul,
-    "reserved1" / Int8ul,
-    "reserved2" / Int32ul,
+    "reserved1" / Default(Int8ul, 0),
+    "reserved2" / Default(Int32ul, 0),
     "sections" / Array(4, SectionEntry),  # in the order of SECTIONS
-    "reserved3" / Array(6, Int64ul),
+    "reserved3" / Default(Array(6, Int64ul), [0] * 6),
 )
 assert Header.sizeof() == HEADER_SIZE
+
+
+class _FileHeader(Adapter):
+    """The header <-> (`model.Header`, the section table: (offset, size) in the order of
+    SECTIONS). Parsed with the parameter `size` (the file's): an unknown magic, a version newer
+    than pyvgf reads or a section running past the end of the file is refused."""
+
+    def _decode(self, h, context, path) -> tuple[model.Header, list[tuple[int, int]]]:
+        if h.magic not in (MAGIC, MAGIC_LEGACY):
+            raise VGFFormatError(f"bad magic {h.magic.hex()} (not a VGF file)", section="header", offset=0)
+        version = (h.major, h.minor, h.patch)
+        if h.major != MAJOR or h.minor > MAX_MINOR:
+            raise VGFFormatError(
+                f"format version {'.'.join(map(str, version))} is newer than pyvgf reads ({MAJOR}.{MAX_MINOR}.x at most)",
+                section="header",
+                offset=8,
+            )
+        size = context._params.size
+        for i, (name, entry) in enumerate(zip(SECTIONS, h.sections)):
+            if entry.offset > size or entry.size > size - entry.offset:
+                raise VGFFormatError(
+                    f"{name} (offset {entry.offset}, size {entry.size}) runs past the end of the {size}-byte file",
+                    section="header",
+                    offset=16 + 16 * i,
+                )
+        header = model.Header(version, h.vk_header_version, legacy_magic=h.magic == MAGIC_LEGACY)
+        return header, [(entry.offset, entry.size) for entry in h.sections]
+
+    def _encode(self, obj: tuple[model.Header, list[tuple[int, int]]], context, path) -> dict[str, Any]:
+        header, sections = obj
+        major, minor, patch = header.version
+        return {
+            "magic": MAGIC_LEGACY if header.legacy_magic else MAGIC,
+            "vk_header_version": header.vk_header_version,
+            "major": major,
+            "minor": minor,
+            "patch": patch,
+            "sections": [{"offset": offset, "size": size} for offset, size in sections],
+        }
+
+
+FileHeader = _FileHeader(Header)
+
 
 # --- the object model's shapes that differ from the tables' -------------------------------
 

@@ -47,24 +47,10 @@ def write(vgf: VGF) -> bytes:
         padding = -pos % align
         chunks.append(bytes(padding))
         size = sum(len(c) for c in section)
-        entries.append({"offset": pos + padding, "size": size})
+        entries.append((pos + padding, size))
         chunks.extend(section)
         pos += padding + size
-    major, minor, patch = vgf.header.version
-    header = s.Header.build(
-        dict(
-            magic=s.MAGIC_LEGACY if vgf.header.legacy_magic else s.MAGIC,
-            vk_header_version=vgf.header.vk_header_version,
-            reserved0=0,
-            major=major,
-            minor=minor,
-            patch=patch,
-            reserved1=0,
-            reserved2=0,
-            sections=entries,
-            reserved3=[0] * 6,
-        )
-    )
+    header = s.FileHeader.build((vgf.header, entries))
     return b"".join([header, *chunks])
 
 
