@@ -7,7 +7,16 @@ import struct
 import pytest
 
 from pyvgf.errors import VGFFormatError
-from pyvgf.format import BindingSlot, Category, ConstantBinding, read, write
+from pyvgf.format import (
+    BindingSlot,
+    Category,
+    CodeType,
+    ConstantBinding,
+    read,
+    schema,
+    write,
+)
+from pyvgf.format.flatbuffers import Builder
 
 
 @pytest.fixture
@@ -93,6 +102,32 @@ def test_const00_count_and_entries(data):
 def test_section_too_small(data):
     assert error(patched(data, 24, "<Q", 2)).section == "module table"
     assert error(patched(data, 72, "<Q", 4)).section == "constants"
+
+
+def _with_module_table(data: bytes, **module) -> bytes:
+    """`data` with its module table replaced by one module of raw field values, appended."""
+    b = Builder()
+    m = schema.Module.subcon.build_into(b, name=b.create_string("m"), **module)
+    table = b.finish(schema.ModuleTable.subcon.build_into(b, modules=b.create_offset_vector([m])))
+    header = schema.Header.parse(data)
+    offset = len(data) + (-len(data) % 8)
+    header.sections[0].offset, header.sections[0].size = offset, len(table)
+    return schema.Header.build(header) + data[schema.HEADER_SIZE :] + bytes(offset - len(data)) + table
+
+
+def test_unknown_enum_values_name_the_field(data):
+    err = error(_with_module_table(data, type=7))
+    assert str(err).startswith("Module.type has unknown value 7") and err.section == "module table"
+    assert err.offset > section(data, 3)[0]  # in the appended table
+    assert "Module.code_type has unknown value 9" in str(error(_with_module_table(data, code_type=9)))
+    assert read(_with_module_table(data, type=1, code_type=2)).modules[0].code_type is CodeType.GLSL
+
+
+def test_code_with_code_type_none_is_refused(vgf_model):
+    vgf = read(vgf_model("format_segments"))
+    vgf.modules[0].code_type = CodeType.NONE
+    with pytest.raises(VGFFormatError, match="has code but code type NONE"):
+        write(vgf)
 
 
 def _invalid(vgf_model, mutate) -> str:

@@ -7,18 +7,24 @@ stream position; positions are absolute file offsets, and the whole file (`data`
 memoryview), the section `bounds` and a byte `budget` come in as construct parameters. Every
 offset is checked against the section bounds before it is followed and every vector length
 against the bytes left, so hostile input fails fast with `FlatBufferError` (a
-`construct.ConstructError` carrying the byte offset).
+`construct.ConstructError` carrying the byte offset). `Enum` fields read as IntEnum members,
+a `Table` with a `model` reads as that class, and `Adapter` (construct's `_decode`/`_encode`
+pair) maps any other object to the value the caller wants (`Ints`, `View`, `Sole`).
 
-Writing: `Builder` builds back to front like the C++ builder (alignment, padding, vtable
-deduplication, `Finish`), and `Table.build_into` adds fields in the order `flatc` generates
-(largest scalars first, then reverse declaration order), so the bytes match Arm's encoder.
+Writing: every object builds from the value it parses to (`build(builder, value)`, children
+first, in the table's `order`). `Builder` builds back to front like the C++ builder
+(alignment, padding, vtable deduplication, `Finish`), and `Table.build_into` adds fields in
+the order `flatc` generates (largest scalars first, then reverse declaration order), so the
+bytes match Arm's encoder. Vtables, alignment and offsets are the builder's, not construct's:
+construct builds front to back and has no notion of a vtable shared between tables.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import Any
+from enum import IntEnum
+from typing import Any, cast
 
 import construct
 import numpy as np
@@ -57,7 +63,8 @@ class Budget:
 
 
 class Cursor:
-    """One parse: the file buffer, the section bounds [lo, hi) and the budget."""
+    """One parse: the file buffer, the section bounds [lo, hi) and the budget. `data` is a
+    memoryview of the file; `View` needs it to be one of the file's uint8 numpy array."""
 
     __slots__ = ("budget", "data", "hi", "lo")
 
@@ -98,13 +105,28 @@ class Scalar:
             raise ValueError(f"{value!r} does not fit a {self.fmt} field") from exc
 
 
+class Enum(Scalar):
+    """A scalar read as a member of `enum` (an IntEnum); a value it lacks is malformed data."""
+
+    def __init__(self, base: Scalar, enum: type[IntEnum]):
+        super().__init__(base.fmt[1:])
+        self.enum = enum
+
+    def decode(self, value: int, where: str, offset: int) -> IntEnum:
+        try:
+            return self.enum(value)
+        except ValueError:
+            raise FlatBufferError(f"{where} has unknown value {value}", offset) from None
+
+
 u8 = Scalar("B")
 u32 = Scalar("I")
 i64 = Scalar("q")
 
 
 class _Located(construct.Construct):
-    """A FlatBuffers object parsed at the current stream position (absolute offset)."""
+    """A FlatBuffers object parsed at the current stream position (absolute offset), and built
+    (back to front, children first) with `build(builder, value)`, which returns its offset."""
 
     def _parse(self, stream, context, path):
         params = context._params
@@ -115,8 +137,11 @@ class _Located(construct.Construct):
     def parse_at(self, cur: Cursor, offset: int) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
 
+    def build(self, builder: Builder, value: Any) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
     def _build(self, obj, stream, context, path):
-        raise construct.ConstructError("FlatBuffers objects are built with Builder, not construct.build")
+        raise construct.ConstructError("FlatBuffers objects are built with their build(Builder, value)")
 
     def _sizeof(self, context, path):
         raise construct.SizeofError("FlatBuffers objects have no fixed size")
@@ -132,15 +157,84 @@ class Ref(_Located):
     def parse_at(self, cur: Cursor, offset: int) -> Any:
         return self.subcon.parse_at(cur, offset + cur.unpack(_U32, offset)[0])
 
+    def build(self, builder: Builder, value: Any) -> int:
+        return self.subcon.build(builder, value)
+
+
+class Adapter(_Located):
+    """`construct.Adapter` for FlatBuffers objects: what `subcon` parses goes through `_decode`
+    (given the parse's Cursor and the object's offset, for views of the file and for errors);
+    a value to build goes through `_encode` into what `subcon` builds from."""
+
+    def __init__(self, subcon: _Located):
+        super().__init__()
+        self.subcon = subcon
+
+    def parse_at(self, cur: Cursor, offset: int) -> Any:
+        return self._decode(self.subcon.parse_at(cur, offset), cur, offset)
+
+    def build(self, builder: Builder, value: Any) -> int:
+        return self.subcon.build(builder, self._encode(value))
+
+    def _decode(self, obj: Any, cur: Cursor, offset: int) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _encode(self, value: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Ints(Adapter):
+    """A vector of integer scalars as a list of Python ints."""
+
+    def __init__(self, element: Scalar):
+        super().__init__(Vector(element))
+
+    def _decode(self, obj: np.ndarray, cur: Cursor, offset: int) -> list[int]:
+        return obj.tolist()
+
+    def _encode(self, value: list[int]) -> list[int]:
+        return value
+
+
+class View(Adapter):
+    """A vector of scalars as a view of the file's numpy array (no copy); `align` as Vector's."""
+
+    def __init__(self, element: Scalar, align: int | None = None):
+        super().__init__(Vector(element, raw=True, align=align))
+        self.dtype = element.dtype
+
+    def _decode(self, obj: Span, cur: Cursor, offset: int) -> np.ndarray:
+        data = cast(np.ndarray, cur.data.obj)  # the file's array, which the memoryview is of
+        return data[obj.offset : obj.offset + obj.size].view(self.dtype)
+
+    def _encode(self, value: np.ndarray) -> np.ndarray:
+        return value
+
+
+class Sole(Adapter):
+    """A table of one field, read as that field's value (and built from one)."""
+
+    def __init__(self, table: Table):
+        super().__init__(table)
+        (self.name,) = table.names
+
+    def _decode(self, obj: dict[str, Any], cur: Cursor, offset: int) -> Any:
+        return obj[self.name]
+
+    def _encode(self, value: Any) -> dict[str, Any]:
+        return {self.name: value}
+
 
 class Vector(_Located):
     """`[element]`: u32 length, then elements. Scalars come back as a numpy array, or with
-    `raw=True` as a `Span` of the file (not read, so large payloads are never copied)."""
+    `raw=True` as a `Span` of the file (not read, so large payloads are never copied).
+    `align` is the schema's force_align: the elements start at that alignment when built."""
 
-    def __init__(self, element: Scalar | _Located, *, raw: bool = False):
+    def __init__(self, element: Scalar | _Located, *, raw: bool = False, align: int | None = None):
         super().__init__()
         self.element = element
         self.raw = raw
+        self.align = align
 
     def parse_at(self, cur: Cursor, offset: int) -> Any:
         (count,) = cur.unpack(_U32, offset)
@@ -157,6 +251,16 @@ class Vector(_Located):
         cur.budget.spend(UOFFSET * (count + 1), offset)
         refs = struct.unpack_from(f"<{count}I", cur.data, start)
         return [self.element.parse_at(cur, start + UOFFSET * i + ref) for i, ref in enumerate(refs)]
+
+    def build(self, builder: Builder, values: Any) -> int:
+        """A vector of `values` (for scalars: a sequence, numpy array or bytes-like object);
+        objects are built first, in order."""
+        if isinstance(self.element, Scalar):
+            data = np.ascontiguousarray(values, dtype=self.element.dtype).reshape(-1)
+            if self.align:
+                builder.force_vector_alignment(data.size, self.element.size, self.align)
+            return builder.create_scalar_vector(self.element, data)
+        return builder.create_offset_vector([self.element.build(builder, v) for v in values])
 
 
 class String(_Located):
@@ -175,10 +279,17 @@ class String(_Located):
         except UnicodeDecodeError as exc:
             raise FlatBufferError(f"string is not UTF-8 ({exc.reason})", offset) from None
 
+    def build(self, builder: Builder, value: str) -> int:
+        return builder.create_string(value)
+
 
 @dataclass(frozen=True)
 class Field:
-    """One table field: vtable slot, name, type and schema default (scalars only)."""
+    """One table field: vtable slot, name, type and default.
+
+    A scalar's default is the schema's: an absent field reads as it, and a value equal to it
+    is not written. An offset field's default is what it reads as when absent: None, or a
+    factory (`list`, `str`) called for each object, so no two objects share one value."""
 
     slot: int
     name: str
@@ -193,41 +304,72 @@ class Field:
 
 @dataclass(frozen=True)
 class Union:
-    """A union: the `<name>_type` u8 tag in slot `slot`, the value's uoffset in `slot + 1`."""
+    """A union: the `<name>_type` u8 tag in slot `slot` (read as `tag`, an Enum to name it),
+    the value's uoffset in `slot + 1`. It parses to `(tag, value)` under `name` (value None
+    when absent) and builds from one."""
 
     slot: int
     name: str
-    members: dict[int, Table]
+    members: dict[int, _Located]
+    tag: Scalar = u8
 
     def fields(self) -> tuple[Field, Field]:
-        return Field(self.slot, self.name + "_type", u8, 0), Field(self.slot + 1, self.name, _UnionValue())
+        return Field(self.slot, self.name + "_type", self.tag, 0), Field(self.slot + 1, self.name, _UnionValue())
 
 
 class _UnionValue(_Located):
     """Placeholder kind for a union's value slot (resolved by the tag)."""
 
 
+_SCALAR, _ENUM, _UNION, _OFFSET = "scalar", "enum", "union", "offset"
+
+
+def _mode(kind: Any) -> str:
+    """How a table reads a field of this kind."""
+    if isinstance(kind, Enum):
+        return _ENUM
+    if isinstance(kind, Scalar):
+        return _SCALAR
+    return _UNION if isinstance(kind, _UnionValue) else _OFFSET
+
+
 class Table(_Located):
     """A FlatBuffers table: soffset to its vtable, fields located through the vtable.
 
-    Parses to a dict keyed by field name; absent fields take their schema default (None for
-    offsets). Unions parse to `(tag, value)` under their own name.
+    Parses to a dict keyed by field name, or with `model` (a class whose attributes are the
+    field names) to `model(**fields)`; absent fields take their default. Unions parse to
+    `(tag, value)` under their own name. `build` takes such a dict or model object and creates
+    the children in `order` (offset field names; by default in declaration order), as the
+    producer being matched creates them.
     """
 
-    def __init__(self, name: str, *items: Field | Union, sized: bool = True):
+    def __init__(self, name: str, *items: Field | Union, sized: bool = True, model: type | None = None,
+                 order: tuple[str, ...] | None = None):
         super().__init__()
         self.name = name
         self.sized = sized
         """Fields must lie inside the table size their vtable declares. ExecuTorch's programs
         declare too small a size for tables with 8-byte scalars, so they are read with
         sized=False: their fields are then checked against the section bounds only."""
-        self.unions = [item for item in items if isinstance(item, Union)]
+        self.model = model
+        self.unions = {item.name: item for item in items if isinstance(item, Union)}
         self.fields: list[Field] = []
         for item in items:
             self.fields.extend(item.fields() if isinstance(item, Union) else [item])
         self.by_name = {f.name: f for f in self.fields}
+        self.names = [item.name for item in items]
+        """The names a parsed value has: fields, and unions under their own name."""
+        tags = {u.name + "_type" for u in self.unions.values()}
+        self.scalars = [f.name for f in self.fields if isinstance(f.kind, Scalar) and f.name not in tags]
+        self.order = order or tuple(n for n in self.names if n not in self.scalars)
+        self.add_order = [f for size in (8, 4, 2, 1) for f in reversed(self.fields) if f.inline_size == size]
+        """The order flatc's generated `Create<Table>()` adds fields: by inline size, largest
+        first, and within one size in reverse declaration order."""
+        self._plan = [(f.name, f.slot, f.inline_size, _mode(f.kind), f.kind, f.default) for f in self.fields]
+        if model is not None and self.unions:
+            raise TypeError(f"{name}: a table with a union is mapped to a model by an Adapter")
 
-    def parse_at(self, cur: Cursor, offset: int) -> dict[str, Any]:
+    def parse_at(self, cur: Cursor, offset: int) -> Any:
         if (offset - cur.lo) % 4:
             raise FlatBufferError(f"{self.name} table is not 4-byte aligned in its section", offset)
         (soffset,) = cur.unpack(_I32, offset)
@@ -238,36 +380,55 @@ class Table(_Located):
         vt = cur.bytes(vtable, vt_size)
         cur.check(offset, table_size)
         cur.budget.spend(table_size + vt_size, offset)
+        slots = struct.unpack_from(f"<{(vt_size - 4) // 2}H", vt, 4)
         out: dict[str, Any] = {}
-        for f in self.fields:
-            pos = 4 + 2 * f.slot
-            voff = struct.unpack_from("<H", vt, pos)[0] if pos + 2 <= vt_size else 0
-            if voff and self.sized and voff + f.inline_size > table_size:
-                raise FlatBufferError(f"{self.name}.{f.name} lies outside its table", offset)
+        for name, slot, size, mode, kind, default in self._plan:
+            voff = slots[slot] if slot < len(slots) else 0
+            if voff and self.sized and voff + size > table_size:
+                raise FlatBufferError(f"{self.name}.{name} lies outside its table", offset)
             where = offset + voff
-            if isinstance(f.kind, Scalar):
-                out[f.name] = cur.unpack(f.kind.struct, where)[0] if voff else f.default
-            elif isinstance(f.kind, _UnionValue):
-                out[f.name] = where if voff else None
+            if mode is _SCALAR:
+                out[name] = cur.unpack(kind.struct, where)[0] if voff else default
+            elif mode is _ENUM:
+                value = cur.unpack(kind.struct, where)[0] if voff else default
+                out[name] = kind.decode(value, self.name + "." + name, where)
+            elif mode is _UNION:
+                out[name] = where if voff else None
+            elif voff:
+                out[name] = kind.parse_at(cur, where + cur.unpack(_U32, where)[0])
             else:
-                out[f.name] = Ref(f.kind).parse_at(cur, where) if voff else None
-        for u in self.unions:
+                out[name] = default() if callable(default) else default
+        for u in self.unions.values():
             tag, where = out.pop(u.name + "_type"), out.pop(u.name)
             if where is None or tag == 0:
                 out[u.name] = (tag, None)
             elif tag not in u.members:
                 raise FlatBufferError(f"{self.name}.{u.name} has unknown union type {tag}", offset)
             else:
-                out[u.name] = (tag, Ref(u.members[tag]).parse_at(cur, where))
-        return out
+                out[u.name] = (tag, u.members[tag].parse_at(cur, where + cur.unpack(_U32, where)[0]))
+        return out if self.model is None else self.model(**out)
 
-    def add_order(self) -> list[Field]:
-        """The order flatc's generated `Create<Table>()` adds fields: by inline size, largest
-        first, and within one size in reverse declaration order."""
-        order: list[Field] = []
-        for size in (8, 4, 2, 1):
-            order.extend(f for f in reversed(self.fields) if f.inline_size == size)
-        return order
+    def build(self, builder: Builder, value: Any) -> int:
+        """Build a table from a dict or model object: its children in `order`, then itself."""
+        values = value if self.model is None else {name: getattr(value, name) for name in self.names}
+        args = {name: values.get(name) for name in self.scalars}
+        for name in self.order:
+            item = values.get(name)
+            if name in self.unions:
+                tag, item = item or (0, None)
+                args[name + "_type"] = tag
+                kind = self.unions[name].members.get(tag)
+                if item is not None:
+                    if kind is None:
+                        raise ValueError(f"{self.name}.{name} has a value but union type {tag}")
+                    args[name] = kind.build(builder, item)
+            else:
+                args[name] = self.build_field(builder, name, item)
+        return self.build_into(builder, **args)
+
+    def build_field(self, builder: Builder, name: str, value: Any) -> int | None:
+        """Build the object offset field `name` refers to; None (absent) for a None value."""
+        return None if value is None else self.by_name[name].kind.build(builder, value)
 
     def build_into(self, builder: Builder, **values: Any) -> int:
         """Add a table of this type (offsets of children already built) and return its offset.
@@ -276,7 +437,7 @@ class Table(_Located):
         if unknown:
             raise TypeError(f"{self.name} has no field(s) {sorted(unknown)}")
         start = builder.start_table()
-        for f in self.add_order():
+        for f in self.add_order:
             value = values.get(f.name)
             if isinstance(f.kind, Scalar):
                 builder.add_scalar(f.slot, f.kind, f.default if value is None else value, f.default)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..elements import FORMAT_VALUES, by_format
+from ..vknames import DESCRIPTOR_TYPE
 
 NO_INDEX = 0xFFFFFFFF
 """The schema default of `DescriptorSetInfo.set_index` and `ModelResource.alias_group_id`."""
@@ -40,22 +41,19 @@ class Category(enum.IntEnum):
     CONSTANT = 3
 
 
-class DescriptorType(enum.IntEnum):
-    """The VkDescriptorType values a model resource can have (NONE for constants)."""
-
-    SAMPLER = 0
-    COMBINED_IMAGE_SAMPLER = 1
-    SAMPLED_IMAGE = 2
-    STORAGE_IMAGE = 3
-    UNIFORM_TEXEL_BUFFER = 4
-    STORAGE_TEXEL_BUFFER = 5
-    UNIFORM_BUFFER = 6
-    STORAGE_BUFFER = 7
-    UNIFORM_BUFFER_DYNAMIC = 8
-    STORAGE_BUFFER_DYNAMIC = 9
-    INPUT_ATTACHMENT = 10
-    TENSOR_ARM = 1000460000
-    NONE = 0xFFFFFFFF
+if TYPE_CHECKING:
+    DescriptorType: Any  # its members are made from vk.xml's table at import, which a type checker cannot see
+else:
+    DescriptorType = enum.IntEnum(
+        "DescriptorType",
+        {
+            **{name.split(" / ")[0].removeprefix("VK_DESCRIPTOR_TYPE_"): value
+               for value, name in DESCRIPTOR_TYPE.items()},
+            "NONE": NO_INDEX,
+        },
+    )
+"""The VkDescriptorType values (`pyvgf.vknames`, from vk.xml, without VK_DESCRIPTOR_TYPE_) a
+model resource can have, and NONE (0xFFFFFFFF) for constants."""
 
 
 if TYPE_CHECKING:

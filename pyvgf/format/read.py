@@ -15,24 +15,8 @@ import numpy as np
 from ..errors import VGFFormatError
 from ..limits import memory_budget
 from . import schema
-from .flatbuffers import Budget, FlatBufferError, Span
-from .model import (
-    VGF,
-    BindingSlot,
-    Category,
-    CodeType,
-    Constant,
-    ConstantBinding,
-    DescriptorSetInfo,
-    Header,
-    ModelSequence,
-    Module,
-    ModuleType,
-    PushConstantRange,
-    Resource,
-    SamplerConfig,
-    Segment,
-)
+from .flatbuffers import Budget, FlatBufferError
+from .model import VGF, Constant, Header
 from .validate import validate
 
 
@@ -107,15 +91,14 @@ def read(source: str | os.PathLike | bytes | bytearray | memoryview, *, mmap: bo
         raise VGFFormatError(f"constant section of {c_size} bytes is too small", section="constants", offset=c_off)
     legacy = view[c_off : c_off + 8].tobytes() != schema.CONST00
     if legacy:
-        table = _read_flatbuffer(stream, view, "constants", c_off, c_size)
-        constants = _legacy_constants(table, data)
+        constants = _read_flatbuffer(stream, view, "constants", c_off, c_size)
     else:
         constants = _constants_v00(stream, data, c_off, c_size)
     vgf = VGF(
         header=header,
-        modules=_modules(parsed["module table"], data),
-        sequence=_sequence(parsed["model sequence table"]),
-        resources=_resources(parsed["model resource table"]),
+        modules=parsed["module table"],
+        sequence=parsed["model sequence table"],
+        resources=parsed["model resource table"],
         constants=constants,
         legacy_constants=legacy,
     )
@@ -128,32 +111,10 @@ def _read_header(view: memoryview, size: int) -> tuple[Header, list[tuple[int, i
         raise VGFFormatError(
             f"file of {size} bytes is smaller than the {schema.HEADER_SIZE}-byte header", section="header", offset=0
         )
-    h = schema.Header.parse(view[: schema.HEADER_SIZE].tobytes())
-    if h.magic not in (schema.MAGIC, schema.MAGIC_LEGACY):
-        raise VGFFormatError(f"bad magic {h.magic.hex()} (not a VGF file)", section="header", offset=0)
-    version = (h.major, h.minor, h.patch)
-    if h.major != schema.MAJOR or h.minor > schema.MAX_MINOR:
-        raise VGFFormatError(
-            f"format version {'.'.join(map(str, version))} is newer than pyvgf reads "
-            f"({schema.MAJOR}.{schema.MAX_MINOR}.x at most)",
-            section="header",
-            offset=8,
-        )
-    sections = []
-    for i, (name, entry) in enumerate(zip(schema.SECTIONS, h.sections)):
-        where = 16 + 16 * i
-        if entry.offset > size or entry.size > size - entry.offset:
-            raise VGFFormatError(
-                f"{name} (offset {entry.offset}, size {entry.size}) runs past the end of the {size}-byte file",
-                section="header",
-                offset=where,
-            )
-        sections.append((entry.offset, entry.size))
-    header = Header(version=version, vk_header_version=h.vk_header_version, legacy_magic=h.magic == schema.MAGIC_LEGACY)
-    return header, sections
+    return schema.FileHeader.parse(view[: schema.HEADER_SIZE].tobytes(), size=size)
 
 
-def _read_flatbuffer(stream: _ViewStream, view: memoryview, name: str, offset: int, size: int) -> dict[str, Any]:
+def _read_flatbuffer(stream: _ViewStream, view: memoryview, name: str, offset: int, size: int) -> Any:
     if size < 4:
         raise VGFFormatError(f"FlatBuffers section of {size} bytes is too small", section=name, offset=offset)
     if size > 0xFFFFFFFF:
@@ -169,140 +130,8 @@ def _read_flatbuffer(stream: _ViewStream, view: memoryview, name: str, offset: i
         raise VGFFormatError(f"malformed FlatBuffers data: {exc}", section=name, offset=offset) from None
 
 
-def _enum(kind, value: int, what: str, section: str):
-    try:
-        return kind(value)
-    except ValueError:
-        raise VGFFormatError(f"{what} has unknown value {value}", section=section) from None
-
-
-def _view(data: np.ndarray, span: Span) -> np.ndarray:
-    return data[span.offset : span.offset + span.size]
-
-
-def _modules(root: dict, data: np.ndarray) -> list[Module]:
-    out = []
-    for i, m in enumerate(root["modules"] or []):
-        tag, value = m["code"]
-        code_type = _enum(CodeType, tag, f"module {i} code type", "module table")
-        code: np.ndarray | str | None
-        if value is None:
-            code = None
-        elif code_type is CodeType.SPIRV:
-            words: Span | None = value["words"]
-            code = _view(data, words).view("<u4") if words is not None else np.empty(0, dtype=np.uint32)
-        else:
-            code = value["code"] or ""
-        out.append(
-            Module(
-                type=_enum(ModuleType, m["type"], f"module {i} type", "module table"),
-                name=m["name"] or "",
-                entry_point=m["entry_point"] or "",
-                code_type=code_type,
-                code=code,
-            )
-        )
-    return out
-
-
-def _slots(items: list[dict] | None) -> list[BindingSlot]:
-    return [BindingSlot(s["binding"], s["mrt_index"]) for s in items or []]
-
-
-def _ints(values: np.ndarray | None) -> list[int]:
-    return [] if values is None else [int(v) for v in values]
-
-
-def _sequence(root: dict) -> ModelSequence:
-    segments = []
-    for i, s in enumerate(root["segments"] or []):
-        bindings = s["constant_bindings"]
-        segments.append(
-            Segment(
-                type=_enum(ModuleType, s["type"], f"segment {i} type", "model sequence table"),
-                name=s["name"] or "",
-                module_index=s["module_index"],
-                set_infos=[DescriptorSetInfo(_slots(d["bindings"]), d["set_index"]) for d in s["set_infos"] or []],
-                inputs=_slots(s["inputs"]),
-                outputs=_slots(s["outputs"]),
-                constants=_ints(s["constants"]),
-                dispatch_shape=None if s["dispatch_shape"] is None else _ints(s["dispatch_shape"]),
-                push_constant_ranges=[
-                    PushConstantRange(p["stage_flags"], p["offset"], p["size"]) for p in s["push_constant_ranges"] or []
-                ],
-                constant_bindings=None
-                if bindings is None
-                else [ConstantBinding(b["graph_constant_id"], b["constant_table_index"]) for b in bindings],
-            )
-        )
-    return ModelSequence(
-        segments=segments,
-        inputs=_slots(root["inputs"]),
-        outputs=_slots(root["outputs"]),
-        input_names=list(root["input_names"] or []),
-        output_names=list(root["output_names"] or []),
-    )
-
-
-def _resources(root: dict) -> list[Resource]:
-    out = []
-    for i, r in enumerate(root["mrt_entry"] or []):
-        desc = r["description"] or {}
-        tag, sampler = r["extra_config"]
-        out.append(
-            Resource(
-                descriptor_type=r["vk_descriptor_type"],
-                format=r["vk_format"],
-                category=_enum(Category, r["category"], f"resource {i} category", "model resource table"),
-                shape=_ints(desc.get("shape")),
-                strides=_ints(desc.get("strides")),
-                sampler=None if sampler is None else SamplerConfig(**sampler),
-                alias_group_id=r["alias_group_id"],
-            )
-        )
-    return out
-
-
 def _constants_v00(stream: _ViewStream, data: np.ndarray, offset: int, size: int) -> list[Constant]:
-    where = "constants"
     if size < 16:
-        raise VGFFormatError(f"CONST00 section of {size} bytes is too small", section=where, offset=offset)
-    stream.seek(offset + 8)
-    count = int.from_bytes(stream.read(8), "little")
-    if count > (size - 16) // 24:
-        raise VGFFormatError(
-            f"CONST00 declares {count} constants but has room for {(size - 16) // 24}", section=where, offset=offset + 8
-        )
+        raise VGFFormatError(f"CONST00 section of {size} bytes is too small", section="constants", offset=offset)
     stream.seek(offset)
-    section = schema.ConstantSectionV00.parse_stream(stream)
-    payload = offset + 16 + 24 * count
-    payload_size = offset + size - payload
-    out = []
-    for i, meta in enumerate(section.metadata):
-        at = offset + 16 + 24 * i
-        if meta.offset > payload_size or meta.size > payload_size - meta.offset:
-            raise VGFFormatError(
-                f"constant {i} (offset {meta.offset}, size {meta.size}) runs past the payload of {payload_size} bytes",
-                section=where,
-                offset=at,
-            )
-        if meta.sparsity_dimension < -1:
-            raise VGFFormatError(
-                f"constant {i} has sparsity dimension {meta.sparsity_dimension} (< -1)", section=where, offset=at + 4
-            )
-        start = payload + meta.offset
-        out.append(Constant(meta.mrt_index, data[start : start + meta.size], meta.sparsity_dimension))
-    return out
-
-
-def _legacy_constants(root: dict, data: np.ndarray) -> list[Constant]:
-    out = []
-    for i, c in enumerate(root["data"] or []):
-        raw: Span | None = c["raw"]
-        if c["sparsity_dimension"] < -1:
-            raise VGFFormatError(
-                f"constant {i} has sparsity dimension {c['sparsity_dimension']} (< -1)", section="constants"
-            )
-        view = _view(data, raw) if raw is not None else data[:0]
-        out.append(Constant(c["mrt_index"], view, c["sparsity_dimension"]))
-    return out
+    return schema.ConstantSectionV00.parse_stream(stream, array=data, bounds=(offset, offset + size))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import VGFFormatError
-from .model import NO_INDEX, VGF, BindingSlot, Category, DescriptorType
+from .model import NO_INDEX, VGF, BindingSlot, Category, CodeType, DescriptorType
 
 SEQUENCE = "model sequence table"
 
@@ -25,6 +25,9 @@ def _slots(slots: list[BindingSlot], n_resources: int, what: str) -> None:
 def validate(vgf: VGF) -> None:
     """Raise VGFFormatError naming the first broken reference or inconsistency in `vgf`."""
     n_mod, n_res, n_const = len(vgf.modules), len(vgf.resources), len(vgf.constants)
+    for i, m in enumerate(vgf.modules):
+        if m.code is not None and m.code_type == CodeType.NONE:
+            _fail(f"module {i} ({m.name!r}) has code but code type NONE", "module table")
     for i, r in enumerate(vgf.resources):
         is_constant = r.category == Category.CONSTANT
         if is_constant != (r.descriptor_type == DescriptorType.NONE):

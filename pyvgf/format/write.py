@@ -4,16 +4,25 @@ The encoder keeps one FlatBuffers builder per section and creates objects in the
 API is called; `write()` replays the calls model-converter makes (spec/vgf-container.md,
 section 7). Sections follow the header, 8-byte aligned from format 0.4.3 on and packed
 before; constants use CONST00 or, for legacy files, the FlatBuffers ConstantSection.
+
+The module table, the resource table and the legacy constants are built by their schema
+(`root.build(builder, value)`: children in each table's declared order). The model sequence
+table is assembled here: model-converter shares BindingSlot tables between segments and kinds
+and makes them in an order that depends on the resources' categories and the segments' types
+(`_slot_order`), and it makes a segment's children interleaved with its set-info vector;
+neither is a property of one table, so the schema cannot state it. Its leaf tables and
+vectors are still built by the schema (`SegmentInfo.build_field`, `BindingSlot.build`).
 """
 
 from __future__ import annotations
 
-import numpy as np
+from functools import partial
+from typing import Any
 
 from ..errors import VGFFormatError
 from . import schema as s
-from .flatbuffers import Builder, i64, u8, u32
-from .model import VGF, BindingSlot, Category, CodeType, Module, ModuleType, Segment
+from .flatbuffers import Adapter, Builder, Table
+from .model import VGF, BindingSlot, Category, ModuleType, Segment
 from .validate import validate
 
 Chunks = list[bytes | memoryview]
@@ -26,9 +35,9 @@ def write(vgf: VGF) -> bytes:
     if vgf.header.version[0] != s.MAJOR or vgf.header.version[1] > s.MAX_MINOR:
         raise VGFFormatError(f"pyvgf cannot write format version {vgf.header.version}", section="header")
     sections: list[Chunks] = [
-        [_module_table(vgf.modules)],
+        [_section(s.ModuleTable, vgf.modules)],
         [_sequence_table(vgf)],
-        [_resource_table(vgf)],
+        [_section(s.ModelResourceTable, vgf.resources)],
         [_legacy_constants(vgf)] if vgf.legacy_constants else _constants_v00(vgf),
     ]
     align = 8 if vgf.header.version >= (0, 4, 3) else 1
@@ -38,52 +47,16 @@ def write(vgf: VGF) -> bytes:
         padding = -pos % align
         chunks.append(bytes(padding))
         size = sum(len(c) for c in section)
-        entries.append(dict(offset=pos + padding, size=size))
+        entries.append((pos + padding, size))
         chunks.extend(section)
         pos += padding + size
-    major, minor, patch = vgf.header.version
-    header = s.Header.build(
-        dict(
-            magic=s.MAGIC_LEGACY if vgf.header.legacy_magic else s.MAGIC,
-            vk_header_version=vgf.header.vk_header_version,
-            reserved0=0,
-            major=major,
-            minor=minor,
-            patch=patch,
-            reserved1=0,
-            reserved2=0,
-            sections=entries,
-            reserved3=[0] * 6,
-        )
-    )
+    header = s.FileHeader.build((vgf.header, entries))
     return b"".join([header, *chunks])
 
 
-def _module(b: Builder, m: Module) -> int:
-    code = None
-    if m.code is not None:
-        if m.code_type == CodeType.SPIRV:
-            words = b.create_scalar_vector(u32, np.asarray(m.code, dtype=np.uint32))
-            code = s.SPIRV.build_into(b, words=words)
-        elif m.code_type in (CodeType.GLSL, CodeType.HLSL):
-            if not isinstance(m.code, str):
-                raise VGFFormatError(f"module {m.name!r} has GLSL or HLSL code that is not a str",
-                                     section="module table")
-            table = s.GLSL if m.code_type == CodeType.GLSL else s.HLSL
-            code = table.build_into(b, code=b.create_string(m.code))
-        else:
-            raise VGFFormatError(f"module {m.name!r} has code but code type NONE", section="module table")
-    name = b.create_string(m.name)
-    entry_point = b.create_string(m.entry_point)
-    return s.Module.build_into(
-        b, type=int(m.type), name=name, entry_point=entry_point, code_type=int(m.code_type), code=code
-    )
-
-
-def _module_table(modules: list[Module]) -> bytes:
-    b = Builder()
-    offsets = [_module(b, m) for m in modules]
-    return b.finish(s.ModuleTable.build_into(b, modules=b.create_offset_vector(offsets)))
+def _section(root: Adapter | Table, value: Any, initial_size: int = 1024) -> bytes:
+    b = Builder(initial_size)
+    return b.finish(root.build(b, value))
 
 
 LOGICAL, DESCRIPTOR = 0, 1
@@ -103,7 +76,7 @@ class _Slots:
     def __call__(self, kind: int, slot: BindingSlot) -> int:
         key = (kind, slot.binding, slot.mrt_index)
         if key not in self.made:
-            self.made[key] = s.BindingSlot.build_into(self.builder, binding=slot.binding, mrt_index=slot.mrt_index)
+            self.made[key] = s.BindingSlot.build(self.builder, slot)
         return self.made[key]
 
     def vector(self, kind: int, slots: list[BindingSlot]) -> int:
@@ -120,30 +93,18 @@ def _segment(b: Builder, slots: _Slots, seg: Segment) -> int:
         s.DescriptorSetInfo.build_into(b, bindings=slots.vector(kind, info.bindings), set_index=info.set_index)
         for info in seg.set_infos
     ]
-    constants = b.create_scalar_vector(u32, seg.constants)
-    bindings = None
-    if seg.constant_bindings is not None:
-        tables = [
-            s.GraphConstantBinding.build_into(
-                b, graph_constant_id=c.graph_constant_id, constant_table_index=c.constant_table_index
-            )
-            for c in seg.constant_bindings
-        ]
-        bindings = b.create_offset_vector(tables)
-    dispatch = None if seg.dispatch_shape is None else b.create_scalar_vector(u32, seg.dispatch_shape)
+    field = partial(s.SegmentInfo.build_field, b)
+    constants = field("constants", seg.constants)
+    bindings = field("constant_bindings", seg.constant_bindings)
+    dispatch = field("dispatch_shape", seg.dispatch_shape)
     set_infos_vec = b.create_offset_vector(set_infos)
     inputs = slots.vector(LOGICAL, seg.inputs)
     outputs = slots.vector(LOGICAL, seg.outputs)
-    push = b.create_offset_vector(
-        [
-            s.PushConstantRange.build_into(b, stage_flags=p.stage_flags, offset=p.offset, size=p.size)
-            for p in seg.push_constant_ranges
-        ]
-    )
+    push = field("push_constant_ranges", seg.push_constant_ranges)
     return s.SegmentInfo.build_into(
         b,
-        type=int(seg.type),
-        name=b.create_string(seg.name),
+        type=seg.type,
+        name=field("name", seg.name),
         module_index=seg.module_index,
         set_infos=set_infos_vec,
         inputs=inputs,
@@ -221,65 +182,13 @@ def _sequence_table(vgf: VGF) -> bytes:
     return b.finish(root)
 
 
-def _resource_table(vgf: VGF) -> bytes:
-    b = Builder()
-    entries = []
-    for r in vgf.resources:
-        shape = b.create_scalar_vector(i64, r.shape)
-        strides = b.create_scalar_vector(i64, r.strides)
-        description = s.Description.build_into(b, shape=shape, strides=strides)
-        extra_type, extra = 0, None
-        if r.sampler is not None:
-            extra_type = 1
-            extra = s.SamplerConfig.build_into(
-                b,
-                min_filter=r.sampler.min_filter,
-                mag_filter=r.sampler.mag_filter,
-                address_mode_u=r.sampler.address_mode_u,
-                address_mode_v=r.sampler.address_mode_v,
-                border_color=r.sampler.border_color,
-            )
-        entries.append(
-            s.ModelResourceTableEntry.build_into(
-                b,
-                vk_descriptor_type=int(r.descriptor_type),
-                vk_format=int(r.format),
-                category=int(r.category),
-                description=description,
-                extra_config_type=extra_type,
-                extra_config=extra,
-                alias_group_id=r.alias_group_id,
-            )
-        )
-    return b.finish(s.ModelResourceTable.build_into(b, mrt_entry=b.create_offset_vector(entries)))
-
-
-def _constant_bytes(data: np.ndarray) -> memoryview:
-    return np.ascontiguousarray(data).reshape(-1).view(np.uint8).data
-
-
 def _constants_v00(vgf: VGF) -> Chunks:
-    metas, payload, offset = [], [], 0
+    payload: Chunks = []
     for c in vgf.constants:
-        data = _constant_bytes(c.data)
-        size = len(data)
-        metas.append(dict(mrt_index=c.mrt_index, sparsity_dimension=c.sparsity_dimension, size=size, offset=offset))
-        payload += [data, bytes(-size % 8)]
-        offset += size + (-size % 8)
-    head = s.ConstantSectionV00.build(dict(version=s.CONST00, count=len(metas), metadata=metas))
-    return [head, *payload]
+        data = s.constant_bytes(c.data).data
+        payload += [data, bytes(s.padded(len(data)) - len(data))]
+    return [s.ConstantSectionV00.build(vgf.constants), *payload]
 
 
 def _legacy_constants(vgf: VGF) -> bytes:
-    b = Builder(1024 + sum(c.data.size + 64 for c in vgf.constants))
-    tables = []
-    for c in vgf.constants:
-        data = np.frombuffer(_constant_bytes(c.data), dtype=np.uint8)
-        b.force_vector_alignment(data.size, 1, 8)
-        raw = b.create_scalar_vector(u8, data)
-        tables.append(
-            s.ConstantData.build_into(
-                b, mrt_index=c.mrt_index, sparsity_dimension=c.sparsity_dimension, raw=raw
-            )
-        )
-    return b.finish(s.ConstantSection.build_into(b, data=b.create_offset_vector(tables)))
+    return _section(s.ConstantSection, vgf.constants, 1024 + sum(c.data.size + 64 for c in vgf.constants))
