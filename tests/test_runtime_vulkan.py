@@ -12,7 +12,9 @@ import pytest
 import fixtures  # tools/fixtures.py
 import pyvgf
 from pyvgf.format import read
+from support.graphs import build_fft
 from support.runtime import check_threads
+from support.vulkan import require_vulkan
 
 pytestmark = pytest.mark.vulkan
 
@@ -72,3 +74,16 @@ def test_compute_segment_runs_the_real_shader_on_vulkan():
     inputs = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(2)]
     with pyvgf.load(path, shaders={name: double}) as cpu, pyvgf.load(path, backend="vulkan") as gpu:
         np.testing.assert_allclose(gpu.run(inputs)[0], cpu.run(inputs)[0], rtol=1e-6, atol=1e-6)
+
+
+def test_graphs_the_emulation_layer_crashes_on_are_refused():
+    """An FFT result that is not a graph output crashes the emulation layer 0.11.0 in
+    vkCreateDataGraphPipelinesARM: pyvgf refuses the graph with a HalError instead."""
+    require_vulkan()
+    from pyvgf.errors import HalError
+
+    data = build_fft().to_bytes()
+    with pytest.raises(HalError, match=r"FFT2D %\d+ has a result that is not a graph output"):
+        pyvgf.load(data, backend="vulkan", adapter_options={"emulation": "always"})
+    with pyvgf.load(data) as model:
+        assert len(model.run([np.ones(i.shape, i.dtype) for i in model.inputs])) == 3

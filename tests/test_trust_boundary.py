@@ -422,3 +422,46 @@ def test_cli_turns_memory_error_into_one_line(monkeypatch, capsys):
     assert cli.main(["inspect", "x.vgf"]) == 1
     err = capsys.readouterr().err
     assert err.strip() == "pyvgf inspect: MemoryError"
+
+
+def _compute_segments_vgf():
+    """The converter-made model with a compute segment between two graphs; its compute module."""
+    import fixtures  # tools/fixtures.py
+
+    vgf = read(fixtures.model("runtime_segments"))
+    (index,) = [i for i, m in enumerate(vgf.modules) if m.type.name == "COMPUTE"]
+    return vgf, index
+
+
+def _descriptor_set_512():
+    vgf, index = _compute_segments_vgf()
+    code = vgf.modules[index].code.copy()
+    decoration = next(i for i in decode(code).instructions
+                      if i.opname == "OpDecorate" and i.operands[1].value == 34)  # DescriptorSet
+    code[decoration.offset + 3] = 512
+    vgf.modules[index].code = code
+    return write(vgf)
+
+
+def _storage_buffer_over_a_tensor():
+    from pyvgf.format.model import DescriptorType
+
+    vgf, index = _compute_segments_vgf()
+    segment = next(s for s in vgf.sequence.segments if s.module_index == index)
+    vgf.resources[segment.set_infos[0].bindings[0].mrt_index].descriptor_type = DescriptorType.TENSOR_ARM
+    return write(vgf)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize(("make", "match"), [
+    (_descriptor_set_512, r"declares resource %\d+ at set 512 binding 0, which the segment does not bind"),
+    (_storage_buffer_over_a_tensor, r"is a STORAGE_BUFFER, but resource \d+ bound there is a TENSOR_ARM"),
+])
+def test_a_compute_shader_must_match_its_segments_layout(make, match, backend, monkeypatch):
+    """A compute module's resource variables against the segment's descriptor sets (lavapipe
+    crashed on a shader declaring set 512: fuzz case load-vulkan-0-20497)."""
+    data = make()
+    no_adapter(monkeypatch)
+    with pytest.raises(VGFFormatError, match=match) as info:
+        pyvgf.load(data, backend=backend)
+    assert "segment 1 ('compute_segment_0')" in str(info.value)

@@ -61,7 +61,7 @@ def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, GraphPlan]:
             if seg.type == ModuleType.GRAPH:
                 plans[n] = _graph(vgf, seg, module.code, module.entry_point, make_plan)
             else:
-                decode(module.code)
+                _compute(vgf, seg, module.code)
         except VGFError as exc:
             raise _located(exc, where, module.code) from None
     return plans
@@ -129,13 +129,81 @@ def _budget(vgf: VGF) -> None:
                              f"budget of {budget} bytes (pyvgf.limits)", section="model resource table")
 
 
-def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, make_plan: Callable) -> GraphPlan:
-    graph = decode_graph(code, entry_point or None)
+def _bound(seg: Segment) -> dict[tuple[int, int], int]:
+    """The resource index the segment binds at each (descriptor set, binding)."""
     bound: dict[tuple[int, int], int] = {}
     for position, info in enumerate(seg.set_infos):
         set_index = position if info.set_index == NO_INDEX else info.set_index
         for slot in info.bindings:
             bound[(set_index, slot.binding)] = slot.mrt_index
+    return bound
+
+
+_DECORATION_BINDING, _DECORATION_SET = 33, 34
+_STORAGE_CLASSES = {0: "UniformConstant", 2: "Uniform", 9: "PushConstant", 12: "StorageBuffer"}
+"""The storage classes of a shader's resource variables (SPIR-V's StorageClass values)."""
+
+
+def _compute(vgf: VGF, seg: Segment, code: np.ndarray) -> None:
+    """Decode a compute module and check its resource interface against the segment's pipeline
+    layout, as Vulkan requires of every resource variable a shader declares: a descriptor at its
+    set and binding, of its kind (a tensor variable a TENSOR_ARM resource, a storage buffer a
+    STORAGE_BUFFER one), and a push constant range for a push constant block. A driver given a
+    shader that breaks this may crash (lavapipe does)."""
+    module = decode(code)
+    type_ops: dict[int, str] = {}
+    pointees: dict[int, int] = {}
+    variables: dict[int, tuple[int, int]] = {}
+    decorations: dict[int, dict[int, int]] = {}
+    for inst in module.instructions:
+        values = [op.value for op in inst.operands]
+        if inst.opname == "OpDecorate" and len(values) == 3 and values[1] in (_DECORATION_BINDING, _DECORATION_SET):
+            decorations.setdefault(values[0], {})[values[1]] = values[2]
+        elif inst.opname.startswith("OpType") and inst.result:
+            type_ops[inst.result] = inst.opname
+            if inst.opname == "OpTypePointer":
+                pointees[inst.result] = values[1]
+        elif inst.opname == "OpVariable" and values[0] in _STORAGE_CLASSES:
+            variables[inst.result] = (values[0], inst.result_type)
+    bound = _bound(seg)
+    for var, (storage, pointer) in variables.items():
+        if _STORAGE_CLASSES[storage] == "PushConstant":
+            if not seg.push_constant_ranges:
+                raise VGFFormatError(f"the shader declares a push constant block (%{var}), but the segment has no "
+                                     "push constant range", section=SEQUENCE)
+            continue
+        where = decorations.get(var, {})
+        if _DECORATION_SET not in where or _DECORATION_BINDING not in where:
+            raise SpirvError(f"resource variable %{var} ({_STORAGE_CLASSES[storage]}) has no DescriptorSet and "
+                             "Binding decorations")
+        key = (where[_DECORATION_SET], where[_DECORATION_BINDING])
+        mrt = bound.get(key)
+        if mrt is None:
+            raise VGFFormatError(f"the shader declares resource %{var} at set {key[0]} binding {key[1]}, which the "
+                                 "segment does not bind", section=SEQUENCE)
+        if type_ops.get(pointees.get(pointer, 0)) == "OpTypeTensorARM":
+            want = DescriptorType.TENSOR_ARM
+        elif _STORAGE_CLASSES[storage] == "StorageBuffer":
+            want = DescriptorType.STORAGE_BUFFER
+        else:
+            continue  # images, samplers, uniform buffers: the layout's type is the driver's to check
+        got = vgf.resources[mrt].descriptor_type
+        if got != want:
+            raise VGFFormatError(f"the shader's resource %{var} at set {key[0]} binding {key[1]} is a "
+                                 f"{want.name}, but resource {mrt} bound there is {_descriptor_name(got)}",
+                                 section=SEQUENCE)
+
+
+def _descriptor_name(value: int) -> str:
+    try:
+        return f"a {DescriptorType(value).name}"
+    except ValueError:
+        return f"of descriptor type {value}"
+
+
+def _graph(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str, make_plan: Callable) -> GraphPlan:
+    graph = decode_graph(code, entry_point or None)
+    bound = _bound(seg)
     for kind, ports in (("input", graph.inputs), ("output", graph.outputs)):
         for port in ports:
             key = (port.descriptor_set, port.binding)

@@ -94,6 +94,17 @@ def _limits(physical_device: Any) -> hal.Limits:
     )
 
 
+def _refuse_what_the_emulation_layer_crashes_on(graph: Any, label: str) -> None:
+    """HalError for a graph that Arm's emulation layer 0.11.0 crashes the process on
+    (vkCreateDataGraphPipelinesARM, SIGSEGV): an FFT2D or RFFT2D with a result that is not a
+    graph output (spec/vulkan-backend.md, section 5)."""
+    outputs = {(r.node, r.element) for r in graph.results if getattr(r, "element", None) is not None}
+    for node in graph.nodes:
+        if node.op in ("FFT2D", "RFFT2D") and any((node.id, i) not in outputs for i in range(2)):
+            raise HalError(f"{label}: {node.op} %{node.id} has a result that is not a graph output, on which "
+                           "Arm's ML emulation layer crashes the process; the cpu backend runs it")
+
+
 class VulkanAdapter(hal.Adapter):
     """A VkPhysicalDevice of a VulkanInstance shared with the devices it creates."""
 
@@ -259,6 +270,8 @@ class VulkanDevice(hal.Device):
         return VulkanDescriptorSet(self, layout, resources, label)
 
     def _create_data_graph_pipeline(self, module, entry_point, layout, resources, constants, label, plan):
+        if plan is not None and self.adapter.uses_emulation:
+            _refuse_what_the_emulation_layer_crashes_on(plan.graph, label)
         return VulkanDataGraphPipeline(self, module, entry_point, layout, resources, constants, label)
 
     def _create_data_graph_session(self, pipeline, label):
