@@ -460,7 +460,7 @@ def cast(draw, case: GraphCase, x: Value | None = None) -> Value:
 
 def table(draw, case: GraphCase, x: Value | None = None) -> Value:
     """TABLE: int8 through a 256-entry int8 table, or int16 through a 513-entry int16 table
-    (interpolated, int32 result)."""
+    (interpolated, int32 result) whose slopes fit in int16, as TOSA requires."""
     if x is not None and x.dtype not in (I8, I16):
         return clamp(draw, case, x)
     dtype = x.dtype if x is not None else draw(st.sampled_from([I8, I16]))
@@ -468,6 +468,11 @@ def table(draw, case: GraphCase, x: Value | None = None) -> Value:
         x = case.input(dtype, _any_rank(draw))
     size, out = (256, I8) if dtype == I8 else (513, I32)
     values = draw(hnp.arrays(dtype, size, elements=st.integers(int(np.iinfo(dtype).min), int(np.iinfo(dtype).max))))
+    if dtype == I16:  # TOSA REQUIREs each slope (next entry less this one) to fit in int16
+        entries = values.astype(np.int64)
+        for i in range(1, size):
+            entries[i] = min(max(entries[i], entries[i - 1] - 32768), entries[i - 1] + 32767)
+        values = entries.astype(I16)
     return case.graph.op("TABLE", input1=x, table=values, result=(out, x.shape))
 
 
