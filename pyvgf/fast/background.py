@@ -79,10 +79,21 @@ def deferring() -> Iterator[None]:
 
 def defer(loop: Any, name: str) -> None:
     """Make numba `loop` (a dispatcher caching on disk, compiled.LOOPS[name]) defer compiling
-    while `deferring`: numba calls its compiler only after neither the loop nor its cache had
-    machine code for the arguments."""
+    while `deferring`. numba's dispatcher calls `_compile_for_args` for argument types it has
+    no machine code for; where the loop has no cache index at all, that defers at once, before
+    numba starts its compiler (LLVM: a few tenths of a second of a machine's first run). Else
+    numba looks in the cache and calls its compiler only where the types are not there either,
+    which then defers."""
+    compile_for_args = loop._compile_for_args
     compiler = loop._compiler
     compile_now: Callable[..., object] = compiler.compile
+    index = loop._cache._cache_file._index_path
+
+    def first_call(*args: object) -> object:
+        if (deferring_now() and not os.path.exists(index)
+                and _COMPILER.request((name, tuple(loop.typeof_pyval(a) for a in args)))):
+            raise NotCompiled(name)
+        return compile_for_args(*args)
 
     def compile_or_defer(args: tuple[Any, ...], return_type: object) -> object:
         if not deferring_now():
@@ -95,6 +106,7 @@ def defer(loop: Any, name: str) -> None:
         finally:
             _state.deferring = True
 
+    loop._compile_for_args = first_call
     compiler.compile = compile_or_defer
 
 
@@ -124,7 +136,7 @@ class _Compiler:
             if key in self._asked or key in self._waiting:
                 return True
             if self._process is None:
-                self._start([key])
+                return self._start([key])
             elif self._process.stdin is not None and not self._process.stdin.closed:
                 self._send(key)
             else:
@@ -171,15 +183,22 @@ class _Compiler:
             waiting, self._waiting = self._waiting, []
             self._start(waiting)
 
-    def _start(self, keys: list[Key]) -> None:
+    def _start(self, keys: list[Key]) -> bool:
+        """A compiler process for `keys`; False where none can be started (they are then
+        compiled by the processes asking)."""
         root = str(Path(__file__).resolve().parents[2])  # this pyvgf's, whatever sys.path says
         code = f"import sys; sys.path.insert(0, {root!r}); from pyvgf.fast.background import serve; serve()"
-        self._process = subprocess.Popen(
-            [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL, env=_environment())
+        try:
+            self._process = subprocess.Popen(
+                [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL, env=_environment())
+        except OSError:
+            self._done.update((key, True) for key in keys)
+            return False
         threading.Thread(target=self._process.wait, name="pyvgf-compiler-wait", daemon=True).start()
         for key in keys:
             self._send(key)
+        return True
 
     def _send(self, key: Key) -> None:
         assert self._process is not None and self._process.stdin is not None
