@@ -103,7 +103,8 @@ class FastPlan(GraphPlan):
     def _step_fn(self, node: Node, opdef: FastOpDef, static: dict[str, object],  # type: ignore[override]
                  runtime: dict[str, TensorType] | None
                  ) -> tuple[Callable[..., object], dict[str, object]]:
-        """The op's plan-time form where it has one (registry.py, `prepare`)."""
+        """The op's plan-time form where it has one (registry.py, `prepare`); any fast form
+        runs the reference while its loops are compiled (`_interim`), where the plan does that."""
         fn, bound = opdef.fn, static
         if opdef.prepare is not None and runtime is not None:
             made = guard(node, lambda: opdef.prepare(**static, **runtime))  # type: ignore[misc]
@@ -137,8 +138,9 @@ class FastPlan(GraphPlan):
 
     @contextmanager
     def _running(self) -> Iterator[None]:
-        """The run's thread count; BLAS on one thread while the loops run on several, where
-        the graph calls BLAS."""
+        """The run's thread count; loops missing from numba's cache left to the compiler
+        process (background.deferring, where the plan runs the reference meanwhile); BLAS on
+        one thread while the loops run on several, where the graph calls BLAS."""
         with run_threads(self.threads), background.deferring() if self.interim else nullcontext():
             if not self._calls_blas:
                 yield
