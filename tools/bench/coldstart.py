@@ -9,10 +9,11 @@ Each round of each model runs two fresh processes on the cpu backend (the fast e
 NUMBA_CACHE_DIR at a new empty folder: "cold", as on a machine where pyvgf was just installed,
 then "warm", on the same folder once the first and whatever compiling it started are done. Each
 times its import, `pyvgf.load(path)` and the first `run()` ("first result": import + load +
-first run), then waits until every loop its runs need is compiled (pyvgf.fast.background.wait)
-and times the first run after that ("all compiled": from the process's start, the wait
-included) and `--runs` more ("steady": their median). "same" says whether the first result
-equals the one after the wait (integers bit-exact, floats within 1e-3).
+first run), then waits for the compiler process (pyvgf.fast.background.wait) and runs, in turn,
+until a run asks it for nothing more ("all compiled": the time from the process's start to
+that run's end), then times `--runs` more ("steady": their median). "same" says whether the
+first result equals that run's (integers bit-exact, floats within 1e-3). Before background
+compiling (an older --pyvgf), the first run compiled everything itself.
 
 With --ab, instead: in this process (numba's cache as it is: warm), each model planned with
 background compiling and without (pyvgf.fast.set_background_compile), their runs taken in turn
