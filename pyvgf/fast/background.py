@@ -171,7 +171,10 @@ class _Compiler:
             process.wait(timeout)
 
     def forget(self) -> None:
-        """A forked child's fresh start (the parent's compiler process is not its own)."""
+        """A forked child's fresh start (the parent's compiler process is not its own): its
+        copy of the pipe is closed, so the compiler process still ends when the parent's is."""
+        if self._process is not None and self._process.stdin is not None:
+            self._process.stdin.close()
         self._lock = threading.Lock()
         self._process, self._asked, self._waiting, self._done = None, set(), [], {}
 
