@@ -9,6 +9,7 @@
     pyvgf bisect MODEL.vgf --backends A B [--input ... | --random-inputs --seed N] [--out DIR]
     pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
     pyvgf bench distributed [--rows ...] [--workers 1 2] [--campaign N]   (Ray: tools/bench/distributed.py)
+    pyvgf bench coldstart [--models ...] [--rounds N] [--ab]   (empty numba cache: tools/bench/coldstart.py)
     pyvgf scenario S.json --output DIR [--backend cpu] [--repeat N] [--dry-run] [--profiling-dump-path F]
     pyvgf inspect MODEL.vgf --scenario-template DIR
 
@@ -349,6 +350,8 @@ def _bench(args: argparse.Namespace) -> int:
         )
     if args.extra[:1] == ["distributed"]:  # pyvgf.distributed on Ray against a plain loop
         return subprocess.call([sys.executable, str(BENCH_SUITE.with_name("distributed.py")), *args.extra[1:]])
+    if args.extra[:1] == ["coldstart"]:  # a machine's first run, numba's cache empty
+        return subprocess.call([sys.executable, str(BENCH_SUITE.with_name("coldstart.py")), *args.extra[1:]])
     return subprocess.call([sys.executable, str(BENCH_SUITE), *args.extra])
 
 

@@ -32,6 +32,16 @@ def real_model(request) -> Path:
     return path
 
 
+def pytest_configure(config):
+    """The fast executor's plans compile a loop missing from numba's cache at its first call,
+    so that every test of them runs the compiled loops, even on a machine's first test run
+    (by default a plan runs the reference until a compiler process has compiled them:
+    tests/test_fast_background.py tests that, in processes of its own)."""
+    from pyvgf import fast
+
+    fast.set_background_compile(False)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `fast` need the fast executor: skipped, saying why, where its extra is not
     installed (the core-only run of .ci/run)."""

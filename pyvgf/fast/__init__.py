@@ -26,6 +26,21 @@ def available() -> bool:
 
 
 _threads: int | None = None
+_background = True
+
+
+def set_background_compile(enabled: bool) -> None:
+    """Whether fast plans made from now on leave a loop missing from numba's cache to a
+    compiler process, running the reference operators in its place until it is compiled
+    (True, the default: background.py), or compile it at its first call, as every run then
+    runs the compiled loops (False: a machine's first run waits for them)."""
+    global _background
+    _background = bool(enabled)
+
+
+def background_compile() -> bool:
+    """What `set_background_compile` set (True unless told otherwise)."""
+    return _background
 
 
 def set_num_threads(count: int | None) -> None:

@@ -4,9 +4,11 @@ A depthwise window, RESCALE's 64-bit integer arithmetic and a convolution's bias
 handful of operations per element; as numpy calls each is one pass over memory per operation
 (17 for a 3x3 window), as a loop it is one. numba compiles each function for the argument types
 it first meets and caches the machine code on disk, so a model's first run in a new process
-loads it rather than compiling again. The loops keep the specification's order of operations:
-floats are multiplied and added one step at a time in kernel-tap order (no fused multiply-add,
-no reassociation), integers are exact in int64.
+loads it rather than compiling again; while a plan runs, a loop not in the cache yet is
+compiled by another process and the step runs the reference meanwhile (background.py). The
+loops keep the specification's order of operations: floats are multiplied and added one step
+at a time in kernel-tap order (no fused multiply-add, no reassociation), integers are exact in
+int64.
 
 The depthwise loop, the GEMM blocks and RESCALE after a convolution split their rows over
 numba's threads (threads.py); the others run on the calling thread. Compiling a threaded loop
@@ -22,24 +24,28 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit, prange
 
-from . import threads
+from . import background, threads
 
-_LOOPS: list[object] = []
-"""Every loop compiled on its own (not inlined), for `cache_status`."""
+LOOPS: dict[str, object] = {}
+"""Every loop compiled on its own (not inlined), by name: for `cache_status`, and for the
+compiler process (background.py), which compiles them by name."""
 
 
 def _jit(fn: Callable[..., object], parallel: bool | dict[str, bool]) -> Callable[..., object]:
     """fn compiled by numba (without the GIL), its machine code cached on disk: in the
     package's __pycache__ where that is writable, else under the user's cache directory
-    ($XDG_CACHE_HOME/numba, ~/.cache/numba by default: numba's own fallback); where neither is
-    writable, compiled in every process instead."""
+    ($XDG_CACHE_HOME/numba, ~/.cache/numba by default: numba's own fallback). A plan's run
+    leaves compiling to the compiler process (background.py); where no cache is writable, the
+    loop is compiled in every process instead, at its first call."""
     try:
         loop = njit(cache=True, nogil=True, parallel=parallel)(fn)
     except RuntimeError as error:
         if "cannot cache" not in str(error):
             raise
         loop = njit(nogil=True, parallel=parallel)(fn)
-    _LOOPS.append(loop)
+    else:
+        background.defer(loop, fn.__qualname__)
+    LOOPS[fn.__qualname__] = loop
     return loop
 
 
@@ -48,14 +54,14 @@ def cache_status() -> tuple[str | None, int, int]:
     process compiles them), how many loops have machine code there, and how many there are:
     warm when every one has (a machine's first run compiled them)."""
     path, cached = None, 0
-    for loop in _LOOPS:
+    for loop in LOOPS.values():
         cache = getattr(loop, "_cache", None)
         index = getattr(getattr(cache, "_cache_file", None), "_index_path", None)
         if index is None:
             continue
         path = getattr(cache, "cache_path", path)
         cached += os.path.exists(index)
-    return path, cached, len(_LOOPS)
+    return path, cached, len(LOOPS)
 
 
 def _serial(fn: Callable[..., None]) -> Callable[..., None]:

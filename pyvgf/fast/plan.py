@@ -11,12 +11,17 @@ Plan-time forms (`_step_fn`): an op with a `prepare` form gets it once per step.
 
 Threads (`_running`): a run of a graph that calls BLAS holds BLAS at one thread while the
 compiled loops split their rows over numba's threads (threads.py).
+
+Interim steps (`_interim`): while a compiled loop a step calls is not compiled yet (a machine's
+first runs: background.py), the step runs the reference operators it stands for instead, the
+producer's and then those fused into it, with the same results (integers bit-exact); a run
+after the compiler process is done loads the loop and runs it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import numpy as np
 
@@ -34,7 +39,7 @@ from ..tosa.interpreter import (
     takes,
 )
 from ..types import TensorType
-from . import activation, conv, rescale, tensor  # noqa: F401  (each registers its fast ops)
+from . import activation, background, background_compile, conv, rescale, tensor  # noqa: F401  (each registers its fast ops)
 from .kernels import Rescale
 from .registry import FastOpDef, fast_ops
 from .threads import one_blas_thread, run_threads
@@ -50,6 +55,12 @@ class FastPlan(GraphPlan):
         self._calls_blas = False  # until _rewrite finds a step that calls BLAS
         self.threads = threads
         """The threads each run splits its loops over (None: threads.run_threads's default)."""
+        self.interim = background_compile()
+        """Whether a step whose compiled loop is not compiled yet runs the reference meanwhile
+        (pyvgf.fast.set_background_compile when the plan was made)."""
+        self.interim_steps = 0
+        """How many times a step has run the reference operators because a loop it calls was
+        still being compiled (`_interim`)."""
         super().__init__(graph, constants, fast_ops(OPS) if ops is None else ops,
                          every_step=every_step)
 
@@ -92,18 +103,45 @@ class FastPlan(GraphPlan):
     def _step_fn(self, node: Node, opdef: FastOpDef, static: dict[str, object],  # type: ignore[override]
                  runtime: dict[str, TensorType] | None
                  ) -> tuple[Callable[..., object], dict[str, object]]:
-        """The op's plan-time form where it has one (registry.py, `prepare`)."""
+        """The op's plan-time form where it has one (registry.py, `prepare`); any fast form
+        runs the reference while its loops are compiled (`_interim`), where the plan does that."""
+        fn, bound = opdef.fn, static
         if opdef.prepare is not None and runtime is not None:
             made = guard(node, lambda: opdef.prepare(**static, **runtime))  # type: ignore[misc]
             if made is not None:
-                return made, {}  # type: ignore[return-value]
-        return opdef.fn, static
+                fn, bound = made, {}
+        if self.interim and fn is not OPS[node.op].fn:
+            fn = self._interim(node, fn, static)
+        return fn, bound
+
+    def _interim(self, node: Node, fn: Callable[..., object], static: dict[str, object]
+                 ) -> Callable[..., object]:
+        """fn, or where a compiled loop it calls is not compiled yet (background.NotCompiled),
+        the reference operator of `node` with its known operands `static`, then those of the
+        ops fused into it, in turn."""
+        first = OPS[node.op].fn
+        known = {k: v for k, v in static.items() if k != "epilogue"}
+        epilogue = static.get("epilogue")
+        rest = [] if epilogue is None else [(OPS[n.op].fn, args) for n, _, args in epilogue.chain]
+
+        def step(**operands: object) -> object:
+            try:
+                return fn(**operands)
+            except background.NotCompiled:
+                self.interim_steps += 1
+                operands.pop("epilogue", None)
+                result = first(**{**known, **operands})
+                for op, args in rest:
+                    result = op(input=result, **args)
+                return result
+        return step
 
     @contextmanager
     def _running(self) -> Iterator[None]:
-        """The run's thread count; BLAS on one thread while the loops run on several, where
-        the graph calls BLAS."""
-        with run_threads(self.threads):
+        """The run's thread count; loops missing from numba's cache left to the compiler
+        process (background.deferring, where the plan runs the reference meanwhile); BLAS on
+        one thread while the loops run on several, where the graph calls BLAS."""
+        with run_threads(self.threads), background.deferring() if self.interim else nullcontext():
             if not self._calls_blas:
                 yield
                 return

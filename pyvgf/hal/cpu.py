@@ -66,7 +66,9 @@ def report() -> str:
             lines.append("  compiled-loop cache: none (no writable folder: every process compiles "
                          "the loops at its first run)")
         else:
-            state = "warm" if cached == loops else "cold: the first run compiles the rest"
+            state = "warm" if cached == loops else (
+                "cold: until a compiler process has compiled the rest, the steps needing them "
+                "run the reference")
             lines.append(f"  compiled-loop cache: {path} ({state}; {cached} of {loops} loops cached)")
         threads = fast.num_threads()
         lines.append(f"  threads: {threads or 'one a core'} (pyvgf.set_num_threads, "
