@@ -13,8 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest_spirv import fixtures
 
+import fixtures  # tools/fixtures.py
 from pyvgf.testing.compare import tolerance
 
 pytestmark = pytest.mark.fast
@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 _COLD = r"""
 import json, sys
 import numpy as np
-from conftest_spirv import random_input, vgf_graph
+from support.spirv import random_input, vgf_graph
 from pyvgf.fast import background
 from pyvgf.fast.plan import FastPlan
 from pyvgf.tosa.interpreter import GraphPlan
@@ -56,7 +56,7 @@ print(json.dumps(figures))
 def _process(code: str, cache: Path, *args: str) -> str:
     """stdout of `code` run by a fresh Python with numba's cache at `cache`."""
     env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
-           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+           "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(ROOT / "tools")])}
     proc = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True,
                           cwd=ROOT, env=env, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
@@ -91,7 +91,7 @@ def test_a_cold_cache_runs_the_reference_until_the_loops_are_compiled(name, tmp_
 _ONE_RUN = r"""
 import sys
 import numpy as np
-from conftest_spirv import random_input, vgf_graph
+from support.spirv import random_input, vgf_graph
 from pyvgf.fast import background
 from pyvgf.fast.plan import FastPlan
 
