@@ -42,23 +42,35 @@ def _kind(op: str, weight: object) -> str:
 
 
 def _conv_weights(path: Path) -> dict[str, list[int]]:
-    """Each Conv node's weight shape (OIHW) in an ONNX model, through a DequantizeLinear in a
-    QDQ model."""
+    """Each Conv node's weight shape (OIHW) in an ONNX model (an initializer or a Constant
+    node's, through a DequantizeLinear in a QDQ model), by the Conv node's name and by the
+    tensors it produces directly or through the activations and sums onnxruntime fuses into
+    it (its NCHWc nodes are named after those)."""
     import onnx
 
     graph = onnx.load(str(path)).graph
     dims = {i.name: list(i.dims) for i in graph.initializer}
+    dims.update({n.output[0]: list(a.t.dims) for n in graph.node if n.op_type == "Constant"
+                 for a in n.attribute if a.name == "value"})
     dequantized = {n.output[0]: n.input[0] for n in graph.node if n.op_type == "DequantizeLinear"}
-    return {n.name: dims[dequantized.get(n.input[1], n.input[1])]
-            for n in graph.node if n.op_type == "Conv"}
+    producers = {out: n for n in graph.node for out in n.output}
+    found: dict[str, list[int]] = {}
+    for node in graph.node:
+        conv = node
+        while conv is not None and conv.op_type in ("Clip", "Relu", "Add"):
+            conv = producers.get(conv.input[0])
+        if conv is not None and conv.op_type == "Conv":
+            weight = dims[dequantized.get(conv.input[1], conv.input[1])]
+            found[node.name] = found[node.output[0]] = weight
+    return found
 
 
 def _onnx_kind(op: str, node: str, weights: dict[str, list[int]]) -> str:
-    """The kind of work of an onnxruntime node, from its op type and, for a convolution (its
-    name is the model's Conv node's, with a `_token_N` suffix where onnxruntime fused it), the
-    weight shape of that node."""
+    """The kind of work of an onnxruntime node, from its op type and, for a convolution (named
+    as the model's Conv node with a `_token_N` suffix where onnxruntime fused it, or after the
+    tensor it makes with `_nchwc`), the weight shape of that Conv."""
     if op in ("Conv", "FusedConv", "QLinearConv", "NhwcFusedConv"):
-        w = weights.get(re.sub(r"_token_\d+$", "", node))
+        w = weights.get(re.sub(r"(_token_\d+|_nchwc)$", "", node))
         if w is None:
             return "other convolution"
         if w[1] == 1:
