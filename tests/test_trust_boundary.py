@@ -465,3 +465,33 @@ def test_a_compute_shader_must_match_its_segments_layout(make, match, backend, m
     with pytest.raises(VGFFormatError, match=match) as info:
         pyvgf.load(data, backend=backend)
     assert "segment 1 ('compute_segment_0')" in str(info.value)
+
+
+def _local_size(x: int, y: int, z: int) -> bytes:
+    vgf, index = _compute_segments_vgf()
+    code = vgf.modules[index].code.copy()
+    mode = next(i for i in decode(code).instructions if i.opname == "OpExecutionMode")
+    code[mode.offset + 3 : mode.offset + 6] = (x, y, z)  # OpExecutionMode %main LocalSize x y z
+    vgf.modules[index].code = code
+    return write(vgf)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_workgroup_size_below_one_is_refused_at_load(backend, monkeypatch):
+    """lavapipe crashed running a shader of LocalSize 1 4232 0 (fuzz case load-vulkan-0-53574)."""
+    data = _local_size(1, 4232, 0)
+    no_adapter(monkeypatch)
+    with pytest.raises(SpirvError, match=r"workgroup size \(LocalSize\) \(1, 4232, 0\) has a dimension below 1"):
+        pyvgf.load(data, backend=backend)
+
+
+def test_a_workgroup_size_over_the_device_limits_is_refused():
+    from pyvgf.errors import HalError
+    from support.vulkan import require_vulkan
+
+    require_vulkan()
+    adapter = hal.request_adapter("vulkan")
+    limit = adapter.limits.max_compute_work_group_size
+    data = _local_size(1, limit[1] + 1, 1)
+    with pytest.raises(HalError, match=r"workgroup size \(1, \d+, 1\) is outside the device's limits"):
+        pyvgf.load(data, backend="vulkan")

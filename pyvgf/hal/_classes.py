@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 import importlib
 import inspect
+import math
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -128,6 +129,8 @@ class Limits:
     max_push_constants_size: int = 256
     max_storage_buffer_range: int = 2**32 - 1
     max_compute_work_group_count: tuple[int, int, int] = (2**31 - 1, 65535, 65535)
+    max_compute_work_group_size: tuple[int, int, int] = (2**31 - 1, 2**31 - 1, 2**31 - 1)
+    max_compute_work_group_invocations: int = 2**31 - 1
 
 
 @dataclass(frozen=True)
@@ -690,11 +693,20 @@ class Device(HalObject):
 
     def create_compute_pipeline(self, module: ShaderModule, entry_point: str, layout: PipelineLayout,
                                 label: str = "") -> ComputePipeline:
-        """vkCreateComputePipelines."""
+        """vkCreateComputePipelines; a SPIR-V module's workgroup size (LocalSize) within the
+        device's limits."""
         self._check()
         for obj in (module, layout):
             obj._check()
             self._check_owner(obj)
+        if module.language == "spirv" and not isinstance(module.code, str):
+            from ..spirv import decode, local_size
+
+            size = local_size(decode(module.code), entry_point or None)
+            limit, most = self.limits.max_compute_work_group_size, self.limits.max_compute_work_group_invocations
+            if size is not None and (any(not 1 <= n <= m for n, m in zip(size, limit)) or math.prod(size) > most):
+                raise HalError(f"{module.name!r}: workgroup size {size} is outside the device's limits "
+                               f"(1..{limit} and {most} invocations at most)")
         return self._create_compute_pipeline(module, entry_point, layout, label)
 
     def create_command_encoder(self, label: str = "") -> CommandEncoder:

@@ -35,7 +35,7 @@ from ..format.model import (
 )
 from ..format.validate import validate
 from ..limits import MAX_RANK, memory_budget
-from ..spirv import decode, decode_graph
+from ..spirv import decode, decode_graph, local_size
 from ..tosa.interpreter import GraphPlan
 from ..types import TensorType, vulkan_shape
 
@@ -61,7 +61,7 @@ def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, GraphPlan]:
             if seg.type == ModuleType.GRAPH:
                 plans[n] = _graph(vgf, seg, module.code, module.entry_point, make_plan)
             else:
-                _compute(vgf, seg, module.code)
+                _compute(vgf, seg, module.code, module.entry_point)
         except VGFError as exc:
             raise _located(exc, where, module.code) from None
     return plans
@@ -144,13 +144,17 @@ _STORAGE_CLASSES = {0: "UniformConstant", 2: "Uniform", 9: "PushConstant", 12: "
 """The storage classes of a shader's resource variables (SPIR-V's StorageClass values)."""
 
 
-def _compute(vgf: VGF, seg: Segment, code: np.ndarray) -> None:
+def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None:
     """Decode a compute module and check its resource interface against the segment's pipeline
     layout, as Vulkan requires of every resource variable a shader declares: a descriptor at its
     set and binding, of its kind (a tensor variable a TENSOR_ARM resource, a storage buffer a
-    STORAGE_BUFFER one), and a push constant range for a push constant block. A driver given a
-    shader that breaks this may crash (lavapipe does)."""
+    STORAGE_BUFFER one), and a push constant range for a push constant block; and its workgroup
+    size (LocalSize) at least 1 in each dimension. A driver given a shader that breaks this may
+    crash (lavapipe does); the device's limits on the workgroup size are the HAL's to check."""
     module = decode(code)
+    size = local_size(module, entry_point or None)
+    if size is not None and min(size) < 1:
+        raise SpirvError(f"the entry point's workgroup size (LocalSize) {size} has a dimension below 1")
     type_ops: dict[int, str] = {}
     pointees: dict[int, int] = {}
     variables: dict[int, tuple[int, int]] = {}

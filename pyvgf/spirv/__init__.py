@@ -5,7 +5,7 @@
     counts = tosa_op_counts(words)   # TOSA operator name -> how many times the module applies it
 """
 
-from .binary import Instruction, Module, Operand, decode
+from .binary import Instruction, Module, Operand, decode, local_size
 from .disasm import disassemble, tosa_op_counts
 from .graph import Const, Graph, GraphConstant, GraphInterface, Input, Node, Result, decode_graph
 
@@ -23,5 +23,6 @@ __all__ = [
     "decode",
     "decode_graph",
     "disassemble",
+    "local_size",
     "tosa_op_counts",
 ]

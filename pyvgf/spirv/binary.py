@@ -364,3 +364,21 @@ class _Decoder:
             raise self.fail(f"unknown opcode {opcode} in OpSpecConstantOp")
         out.append(Operand("LiteralSpecConstantOpInteger", name, opcode))
         self.layout(tuple(op for op in entry[1] if op[0] not in ("IdResultType", "IdResult")), out)
+
+
+_EXECUTION_MODE_LOCAL_SIZE = 17
+
+
+def local_size(module: Module, entry_point: str | None = None) -> tuple[int, int, int] | None:
+    """The LocalSize execution mode (x, y, z) of the GLCompute entry point `entry_point` (or the
+    module's first), or None where it has none (LocalSizeId, set by constants, is not read)."""
+    entry = None
+    for inst in module.instructions:
+        values = [op.value for op in inst.operands]
+        if inst.opname == "OpEntryPoint" and values[0] == 5 and (
+                entry_point is None or (len(values) > 2 and values[2] == entry_point)):
+            entry = values[1] if entry is None else entry
+        elif inst.opname == "OpExecutionMode" and entry is not None and values[:2] == [
+                entry, _EXECUTION_MODE_LOCAL_SIZE]:
+            return (values[2], values[3], values[4]) if len(values) == 5 else None
+    return None

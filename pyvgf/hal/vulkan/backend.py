@@ -80,6 +80,7 @@ def _limits(physical_device: Any) -> hal.Limits:
     mod.vkGetPhysicalDeviceProperties2(physical_device, props2)
     core = props2.properties.limits
     x, y, z = (int(n) for n in core.maxComputeWorkGroupCount)
+    sx, sy, sz = (int(n) for n in core.maxComputeWorkGroupSize)
     return hal.Limits(
         max_tensor_dimension_count=int(tensor.maxTensorDimensionCount),
         max_tensor_elements=int(tensor.maxTensorElements),
@@ -91,6 +92,8 @@ def _limits(physical_device: Any) -> hal.Limits:
         max_push_constants_size=int(core.maxPushConstantsSize),
         max_storage_buffer_range=int(core.maxStorageBufferRange),
         max_compute_work_group_count=(x, y, z),
+        max_compute_work_group_size=(sx, sy, sz),
+        max_compute_work_group_invocations=int(core.maxComputeWorkGroupInvocations),
     )
 
 
