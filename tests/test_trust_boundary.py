@@ -495,3 +495,17 @@ def test_a_workgroup_size_over_the_device_limits_is_refused():
     data = _local_size(1, limit[1] + 1, 1)
     with pytest.raises(HalError, match=r"workgroup size \(1, \d+, 1\) is outside the device's limits"):
         pyvgf.load(data, backend="vulkan")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_member_decoration_of_no_member_is_refused_at_load(backend, monkeypatch):
+    """lavapipe aborted on OpMemberDecorate of member 4278190080 of a one-member struct (fuzz
+    case load-vulkan-0-46061)."""
+    vgf, index = _compute_segments_vgf()
+    code = vgf.modules[index].code.copy()
+    member = next(i for i in decode(code).instructions if i.opname == "OpMemberDecorate")
+    code[member.offset + 2] = 0xFF000000
+    vgf.modules[index].code = code
+    no_adapter(monkeypatch)
+    with pytest.raises(SpirvError, match=r"OpMemberDecorate: member 4278190080 of %\d+, a struct of 1 members"):
+        pyvgf.load(write(vgf), backend=backend)

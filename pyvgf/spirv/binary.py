@@ -121,6 +121,24 @@ def decode(data: bytes | bytearray | memoryview | np.ndarray | Sequence[int]) ->
     return _Decoder(words.tolist(), words.astype("<u4").tobytes()).module()
 
 
+_MEMBER_OPS = ("OpMemberDecorate", "OpMemberName", "OpMemberDecorateString")
+
+
+def _check_members(instructions: list[Instruction]) -> None:
+    """Each member an OpMemberDecorate or OpMemberName names is a member of an OpTypeStruct
+    (drivers index the struct's members with it: lavapipe aborted on member 4278190080 of a
+    one-member struct, fuzz case load-vulkan-0-46061)."""
+    members = {i.result: len(i.operands) for i in instructions if i.opname == "OpTypeStruct"}
+    for inst in instructions:
+        if inst.opname in _MEMBER_OPS:
+            struct, member = inst.operands[0].value, inst.operands[1].value
+            if struct not in members:
+                raise SpirvError(f"{inst.opname}: %{struct} is not an OpTypeStruct", word=inst.offset)
+            if not 0 <= member < members[struct]:
+                raise SpirvError(f"{inst.opname}: member {member} of %{struct}, a struct of {members[struct]} "
+                                 "members", word=inst.offset)
+
+
 class _Decoder:
     def __init__(self, words: list[int], raw: bytes):
         self.words = words
@@ -161,6 +179,7 @@ class _Decoder:
                 )
             out.append(self.instruction(pos, opcode, pos + count))
             pos += count
+        _check_members(out)
         return Module((major, minor), w[2], self.bound, w[4], tuple(out), dict(self.ext_sets))
 
     # -- one instruction ------------------------------------------------------------------------
