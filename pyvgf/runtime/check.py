@@ -36,6 +36,8 @@ from ..format.model import (
 from ..format.validate import validate
 from ..limits import MAX_RANK, memory_budget
 from ..spirv import decode, decode_graph, local_size
+from ..spirv.binary import enum_value
+from ..spirv.declarations import BINDING, DESCRIPTOR_SET
 from ..tosa.interpreter import GraphPlan
 from ..types import TensorType, vulkan_shape
 
@@ -139,9 +141,9 @@ def _bound(seg: Segment) -> dict[tuple[int, int], int]:
     return bound
 
 
-_DECORATION_BINDING, _DECORATION_SET = 33, 34
-_STORAGE_CLASSES = {0: "UniformConstant", 2: "Uniform", 9: "PushConstant", 12: "StorageBuffer"}
-"""The storage classes of a shader's resource variables (SPIR-V's StorageClass values)."""
+_STORAGE_CLASSES = {enum_value("StorageClass", name): name
+                    for name in ("UniformConstant", "Uniform", "PushConstant", "StorageBuffer")}
+"""The storage classes of a shader's resource variables, by value."""
 
 
 def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None:
@@ -161,7 +163,7 @@ def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None
     decorations: dict[int, dict[int, int]] = {}
     for inst in module.instructions:
         values = [op.value for op in inst.operands]
-        if inst.opname == "OpDecorate" and len(values) == 3 and values[1] in (_DECORATION_BINDING, _DECORATION_SET):
+        if inst.opname == "OpDecorate" and len(values) == 3 and values[1] in (BINDING, DESCRIPTOR_SET):
             decorations.setdefault(values[0], {})[values[1]] = values[2]
         elif inst.opname.startswith("OpType") and inst.result:
             type_ops[inst.result] = inst.opname
@@ -177,10 +179,10 @@ def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None
                                      "push constant range", section=SEQUENCE)
             continue
         where = decorations.get(var, {})
-        if _DECORATION_SET not in where or _DECORATION_BINDING not in where:
+        if DESCRIPTOR_SET not in where or BINDING not in where:
             raise SpirvError(f"resource variable %{var} ({_STORAGE_CLASSES[storage]}) has no DescriptorSet and "
                              "Binding decorations")
-        key = (where[_DECORATION_SET], where[_DECORATION_BINDING])
+        key = (where[DESCRIPTOR_SET], where[BINDING])
         mrt = bound.get(key)
         if mrt is None:
             raise VGFFormatError(f"the shader declares resource %{var} at set {key[0]} binding {key[1]}, which the "

@@ -385,7 +385,13 @@ class _Decoder:
         self.layout(tuple(op for op in entry[1] if op[0] not in ("IdResultType", "IdResult")), out)
 
 
-_EXECUTION_MODE_LOCAL_SIZE = 17
+def enum_value(kind: str, name: str) -> int:
+    """The value of operand kind `kind`'s enumerant `name` in the SPIR-V grammar (tables.ENUMS)."""
+    return next(value for value, (enumerant, _) in tables.ENUMS[kind].items() if enumerant == name)
+
+
+_GL_COMPUTE = enum_value("ExecutionModel", "GLCompute")
+_LOCAL_SIZE = enum_value("ExecutionMode", "LocalSize")
 
 
 def local_size(module: Module, entry_point: str | None = None) -> tuple[int, int, int] | None:
@@ -394,10 +400,9 @@ def local_size(module: Module, entry_point: str | None = None) -> tuple[int, int
     entry = None
     for inst in module.instructions:
         values = [op.value for op in inst.operands]
-        if inst.opname == "OpEntryPoint" and values[0] == 5 and (
+        if inst.opname == "OpEntryPoint" and values[0] == _GL_COMPUTE and (
                 entry_point is None or (len(values) > 2 and values[2] == entry_point)):
             entry = values[1] if entry is None else entry
-        elif inst.opname == "OpExecutionMode" and entry is not None and values[:2] == [
-                entry, _EXECUTION_MODE_LOCAL_SIZE]:
+        elif inst.opname == "OpExecutionMode" and entry is not None and values[:2] == [entry, _LOCAL_SIZE]:
             return (values[2], values[3], values[4]) if len(values) == 5 else None
     return None
