@@ -169,3 +169,15 @@ def test_real_int8_models_load_and_run(real_model):
         first, again = model.run(x)[0], model.run(x)[0]
         assert first.shape == model.outputs[0].shape
         np.testing.assert_array_equal(first, again)
+
+
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+def test_float_overflow_and_nan_are_results_not_warnings(backend, vgf_model):
+    a = np.full((3, 5), 60000, np.float16)  # 60000 * 2 overflows fp16
+    b = np.full((3, 5), 2, np.float16)
+    a[0, 0], b[0, 0] = np.inf, 0  # inf * 0 is NaN
+    with pyvgf.load(vgf_model("runtime_fp16"), backend=backend) as model:
+        with np.errstate(all="raise"):
+            (out,) = model.run([a, b])
+    assert np.isnan(out[0, 0])
+    assert np.isposinf(out.ravel()[1:]).all()
