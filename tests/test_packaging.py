@@ -43,6 +43,7 @@ def test_metadata():
     tested = f"Programming Language :: Python :: {sys.version_info.major}.{sys.version_info.minor}"
     assert tested in project["classifiers"], "the Python running the tests is not among the classifiers"
     assert "Typing :: Typed" in project["classifiers"]
+    assert project["urls"] and all(url.startswith("https://") for url in project["urls"].values())
     assert (ROOT / "pyvgf" / "py.typed").is_file()
     assert "py.typed" in PYPROJECT["tool"]["setuptools"]["package-data"]["pyvgf"]
 
