@@ -4,6 +4,7 @@ given back as the caller had it, and a process forked after a run still runs gra
 
 from __future__ import annotations
 
+import importlib.metadata
 import multiprocessing
 import os
 from collections.abc import Callable
@@ -29,7 +30,7 @@ F32 = np.dtype(np.float32)
 
 
 def on_one_thread(fn: Callable[[], object]) -> object:
-    """fn() with numba's loops on one thread (so not split, and BLAS left alone)."""
+    """fn() with numba's loops on one thread (so not split)."""
     before = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
@@ -176,11 +177,24 @@ def test_blas_runs_one_thread_while_a_graph_runs_and_is_then_given_back(blas_dur
     assert blas_during_convolutions and all(threads == {1} for threads in blas_during_convolutions)
 
 
-def test_blas_is_left_alone_on_one_thread(blas_during_convolutions):
+def test_blas_runs_one_thread_when_the_run_does(blas_during_convolutions):
+    """load(..., threads=1) or set_num_threads(1) holds BLAS to the caller's one thread too."""
     plan, inputs = _conv_plan()
     with threadpoolctl.threadpool_limits(2, user_api="blas"):
         on_one_thread(lambda: plan.run(inputs))
         assert blas_threads() == {2}
+    assert blas_during_convolutions and all(threads == {1} for threads in blas_during_convolutions)
+
+
+def test_blas_is_left_alone_where_the_loops_cannot_split(blas_during_convolutions, monkeypatch):
+    """With several threads allowed but no threading layer for the loops (a forked child of
+    an OpenMP process, numba's workqueue), BLAS's own threads are the run's only ones."""
+    if numba.config.NUMBA_NUM_THREADS < 2:
+        pytest.skip("numba has one thread here")
+    monkeypatch.setattr(threads, "layer", lambda: None)
+    plan, inputs = _conv_plan()
+    with threadpoolctl.threadpool_limits(2, user_api="blas"):
+        plan.run(inputs)
     assert blas_during_convolutions and all(threads == {2} for threads in blas_during_convolutions)
 
 
@@ -202,18 +216,28 @@ def test_a_process_forked_after_a_run_still_runs_graphs():
     assert child.exitcode == 0  # not 3 (other results), nor killed, nor still running (None)
 
 
-def test_numba_s_workqueue_threads_are_not_used(monkeypatch):
-    """They end the process when two Python threads start parallel work at once."""
-    from pyvgf.fast import threads
-
-    monkeypatch.setattr(numba.config, "THREADING_LAYER", "workqueue")
-    threads._thread_safe_layer.cache_clear()
+def _installed(distribution: str) -> bool:
     try:
-        assert not threads.spread()
-    finally:
-        monkeypatch.undo()
-        threads._thread_safe_layer.cache_clear()
-    assert threads.spread()
+        importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name,want", [("workqueue", "None False"), ("omp", "omp True"), ("tbb", "tbb True")])
+def test_the_loops_run_on_tbb_or_openmp_never_on_numba_s_workqueue(name, want):
+    """The workqueue threads end the process when two Python threads start parallel work at
+    once, so there the loops run on one thread; TBB (the fast extra's) and OpenMP are used."""
+    import subprocess
+    import sys
+
+    if name == "tbb" and not _installed("tbb"):
+        pytest.skip("the tbb package (the fast extra's, on x86-64) is not installed")
+    code = "from pyvgf.fast import threads; print(threads.layer(), threads.spread())"
+    out = subprocess.run([sys.executable, "-c", code], env={**os.environ, "NUMBA_THREADING_LAYER": name,
+                                                           "NUMBA_NUM_THREADS": "2"},
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert out == want
 
 
 def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum():

@@ -42,7 +42,7 @@ from ..types import TensorType
 from . import activation, background, background_compile, conv, rescale, tensor  # noqa: F401  (each registers its fast ops)
 from .kernels import Rescale
 from .registry import FastOpDef, fast_ops
-from .threads import one_blas_thread, run_threads
+from .threads import blas_threads, run_threads
 
 
 class FastPlan(GraphPlan):
@@ -139,13 +139,13 @@ class FastPlan(GraphPlan):
     @contextmanager
     def _running(self) -> Iterator[None]:
         """The run's thread count; loops missing from numba's cache left to the compiler
-        process (background.deferring, where the plan runs the reference meanwhile); BLAS on
-        one thread while the loops run on several, where the graph calls BLAS."""
+        process (background.deferring, where the plan runs the reference meanwhile); BLAS held
+        to one thread as threads.blas_threads says, where the graph calls BLAS."""
         with run_threads(self.threads), background.deferring() if self.interim else nullcontext():
             if not self._calls_blas:
                 yield
                 return
-            with one_blas_thread():
+            with blas_threads():
                 yield
 
 

@@ -1,38 +1,41 @@
 """How the fast executor shares the machine's cores.
 
-Idle, its threads sleep. numba runs them on GNU OpenMP (where no TBB is installed), whose
-worker threads spin after each parallel loop before they sleep: 300,000 turns unless told
-otherwise, milliseconds in which they take a core from whatever runs next (onnxruntime or torch
-in the same process, another process). Importing this module sets GOMP_SPINCOUNT to
-`SPIN_COUNT`, unless the user set it or OMP_WAIT_POLICY: a spin as long as the gaps between the
-loops of one run, so a run's loops still find their threads awake, while after the run they
-sleep within a fraction of a millisecond. (OMP_WAIT_POLICY=PASSIVE, no spin at all, made pyvgf
-alone up to 1.5x slower: every loop then waits for its threads to wake.) It takes effect where
-numba loads OpenMP first in the process, as it does when pyvgf's loops run before any other
-OpenMP user.
+numba runs the loops' threads on TBB, which the `fast` extra installs (the `tbb` package): a
+loop's rows are tasks that idle threads steal, so a thread the OS has not scheduled yet (its
+core taken by another process, or by another runtime's spinning threads in the same process)
+leaves its share to the others instead of holding the whole loop at a barrier, and idle
+workers yield their core while they wait, then sleep. Beside a CPU-bound process, or alternating
+with onnxruntime, that kept MobileNetV2 within 1.6x of its time alone, where GNU OpenMP's
+static split with spinning workers took 2.3-4.9x (docs/performance.md, "Sharing the machine").
+
+Where TBB cannot be loaded numba takes GNU OpenMP, whose worker threads spin after each loop
+before they sleep: 300,000 turns unless told otherwise, milliseconds in which they take a core
+from whatever runs next. Importing this module sets GOMP_SPINCOUNT to `SPIN_COUNT` for that
+case, unless the user set it or OMP_WAIT_POLICY: a spin as long as the gaps between the loops
+of one run, so a run's loops still find their threads awake.
 
 The thread count follows `pyvgf.set_num_threads(n)` (process) or `load(..., threads=n)` (a
 Model), applied to each run in the thread that runs it (`run_threads`); else numba's default.
 
 The depthwise loop, float GEMMs and the RESCALE fused after a convolution (compiled.py,
 kernels.split_gemm) split their rows over numba's threads: numba.get_num_threads(), one per core
-unless NUMBA_NUM_THREADS or numba.set_num_threads says otherwise. While a graph that calls BLAS runs with more than one
-such thread, BLAS runs one thread of its own (`one_blas_thread`): the GEMM blocks call it from
-every worker at once, and two pools of busy-waiting threads on the same cores slowed
-MobileNetV2 by 15x when tried. (Python's own threads were tried too: handing a range to a
-worker and back took 80-230 us, against 3-30 for numba's.)
+unless NUMBA_NUM_THREADS or numba.set_num_threads says otherwise. While a graph that calls BLAS
+runs, BLAS runs one thread of its own when the loops run on several (`blas_threads`): the GEMM
+blocks call it from every worker at once, and two pools of busy-waiting threads on the same
+cores slowed MobileNetV2 by 15x when tried; and when the run's count is one, as the caller
+asked. (Python's own threads were tried too: handing a range to a worker and back
+took 80-230 us, against 3-30 for numba's.)
 
-numba runs those threads with GNU OpenMP where no TBB is installed, and GNU OpenMP cannot be
-used again in a process forked from one that used it (numba ends such a process). A forked
-child therefore runs the loops on its one thread: the same arithmetic, in the same order per
-element, so the same results. So does a process where numba has neither (its own "workqueue"
-threads end the process when two Python threads start parallel work at once).
+GNU OpenMP cannot be used again in a process forked from one that used it (numba ends such a
+process), so a forked child runs the loops on its one thread: the same arithmetic, in the same
+order per element, so the same results. So does a process where numba has neither TBB nor
+OpenMP (its own "workqueue" threads end the process when two Python threads start parallel
+work at once).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib
 import os
 import threading
 from collections.abc import Iterator
@@ -62,22 +65,21 @@ os.register_at_fork(after_in_child=_after_fork)
 
 def spread() -> bool:
     """Whether the loops split their rows over several threads now."""
-    return not _forked and numba.get_num_threads() > 1 and _thread_safe_layer()
+    return not _forked and numba.get_num_threads() > 1 and layer() is not None
 
 
 @functools.cache
-def _thread_safe_layer() -> bool:
-    """Whether numba will run its threads on TBB or OpenMP (the first of them it can load,
-    unless NUMBA_THREADING_LAYER names another)."""
-    if numba.config.THREADING_LAYER == "workqueue":
-        return False
-    for layer in ("tbbpool", "omppool"):
-        try:
-            importlib.import_module(f"numba.np.ufunc.{layer}")
-        except ImportError:
-            continue
-        return True
-    return False
+def layer() -> str | None:
+    """The threading layer numba runs the loops on: "tbb" or "omp"; None where it has neither
+    (its "workqueue") or can load none. Starts numba's threads, as its first parallel loop does."""
+    from numba.np.ufunc import parallel
+
+    try:
+        parallel._launch_threads()  # numba's own choice (NUMBA_THREADING_LAYER, its priority list)
+    except (ImportError, ValueError):
+        return None
+    name = numba.threading_layer()
+    return None if name == "workqueue" else name
 
 
 class _BlasLimit:
@@ -141,9 +143,10 @@ def run_threads(count: int | None) -> Iterator[None]:
 
 
 @contextmanager
-def one_blas_thread() -> Iterator[None]:
-    """BLAS on one thread inside the block when the loops run on several; else nothing."""
-    if not spread():
+def blas_threads() -> Iterator[None]:
+    """BLAS on one thread inside the block when the loops run on several, or on one as the
+    run's thread count says (inside `run_threads`); else as the caller has it."""
+    if not spread() and numba.get_num_threads() > 1:
         yield
         return
     _BLAS.enter()

@@ -59,7 +59,7 @@ def report() -> str:
         lines.append(f"  executor: fast (pyvgf/fast/: {versions(fast.REQUIRES)}); "
                      f'backend="reference" runs the plain numpy reference')
         from ..fast.compiled import cache_status
-        from ..fast.threads import SPIN_COUNT
+        from ..fast.threads import SPIN_COUNT, layer
 
         path, cached, loops = cache_status()
         if path is None:
@@ -71,9 +71,13 @@ def report() -> str:
                 "run the reference")
             lines.append(f"  compiled-loop cache: {path} ({state}; {cached} of {loops} loops cached)")
         threads = fast.num_threads()
+        running = {"tbb": "TBB (work stealing; idle threads yield, then sleep)",
+                   "omp": f"GNU OpenMP (idle threads sleep after GOMP_SPINCOUNT="
+                          f"{os.environ.get('GOMP_SPINCOUNT', SPIN_COUNT)} spins; pip install tbb "
+                          f"shares the cores better)",
+                   None: "none: the loops run on one thread"}[layer()]
         lines.append(f"  threads: {threads or 'one a core'} (pyvgf.set_num_threads, "
-                     f"load(..., threads=N)); idle threads sleep after "
-                     f"GOMP_SPINCOUNT={os.environ.get('GOMP_SPINCOUNT', SPIN_COUNT)} spins")
+                     f"load(..., threads=N)), on {running}")
     else:
         lines.append(f"  executor: reference (plain numpy; {', '.join(fast.missing())} not "
                      f"installed: pip install 'pyvgf[fast]' for the fast executor)")
