@@ -46,8 +46,9 @@ def _mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str | None:
         g, w = got.astype(np.float64), want.astype(np.float64)
         finite = np.isfinite(w)
         scale = np.abs(w[finite]).max(initial=1.0)
-        bad = np.where(finite, np.abs(g - w) > rtol * (np.abs(w) + scale * rtol * 10),
-                       ~((g == w) | (np.isnan(g) & np.isnan(w))))
+        with np.errstate(invalid="ignore"):  # inf - inf where w is not finite, judged below
+            far = np.abs(g - w) > rtol * (np.abs(w) + scale * rtol * 10)
+        bad = np.where(finite, far, ~((g == w) | (np.isnan(g) & np.isnan(w))))
     if not bad.any():
         return None
     where = tuple(int(i) for i in np.argwhere(bad)[0])
