@@ -2,7 +2,8 @@
 rewrites registered over it (fusion, compiled loops, threads), giving the same results
 (integers bit-exact, floats within pyvgf.testing's tolerance).
 
-It needs the `fast` extra (`pip install 'pyvgf[fast]'`: numba, SciPy, threadpoolctl). This
+It needs the `fast` extra (`pip install 'pyvgf[fast]'`: numba, SciPy, threadpoolctl; and TBB,
+which numba runs the threads on where it is installed: threads.py). This
 module imports none of them: `available()` says whether they are installed, and the cpu
 backend imports the executor itself (plan.py) only when it plans a graph on it.
 """
