@@ -91,13 +91,16 @@ def test_every_fp16_and_bf16_value(dtype):
 
 
 def test_shapes_and_forms_agree():
-    """Any rank (0 too), a view that is not contiguous, one block or many (threads), in place."""
+    """Any rank (0 too), a view that is not contiguous, a read-only array, one block or many
+    (threads), in place; the loop is only ever compiled for writable arrays."""
     from pyvgf.fast.activation import _erf_inplace
-    from pyvgf.fast.compiled import ERF_BLOCK
+    from pyvgf.fast.compiled import ERF_BLOCK, erf_blocks
 
     rng = np.random.default_rng(7)
+    constant = rng.normal(0, 2, (2, 9)).astype(F32)
+    constant.flags.writeable = False
     for x in (np.array(0.75, F32), np.zeros((0, 3), F32), rng.normal(0, 2, (5, 7)).astype(F32),
-              rng.normal(0, 2, (3, ERF_BLOCK + 5, 2)).astype(F32)[:, ::2],
+              rng.normal(0, 2, (3, ERF_BLOCK + 5, 2)).astype(F32)[:, ::2], constant,
               rng.normal(0, 2, (4, ERF_BLOCK)).astype(F32)):
         want = _reference_erf(x)
         got = _fast_erf(x)
@@ -106,6 +109,8 @@ def test_shapes_and_forms_agree():
         band = x.copy()
         assert _erf_inplace(input=band) is band
         np.testing.assert_array_equal(band, want)
+    loops = (erf_blocks.serial, erf_blocks.threaded)
+    assert all(types[0].mutable for loop in loops for types in loop.signatures)
 
 
 @pytest.mark.slow

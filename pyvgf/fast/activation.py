@@ -51,8 +51,9 @@ def _clamp_accumulated(*, min_val: float | int, max_val: float | int,
 def erf(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
     """erf rounded to fp32 and then to the input's type, as the reference gives it (within
     one fp32 ulp: compiled._erf says when they differ); fp16 and bf16 through fp32, which
-    holds them exactly."""
-    x = input.astype(F32, order="C", copy=False)
+    holds them exactly. A read-only input is copied: the loop is compiled for writable arrays
+    only (numba compiles once more for each kind)."""
+    x = input.astype(F32, order="C", copy=not input.flags.writeable)
     out = _erf_fp32(x, np.empty_like(x))
     return out if input.dtype == F32 else out.astype(input.dtype)
 
