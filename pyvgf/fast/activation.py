@@ -1,5 +1,6 @@
 """The fast executor's activations: CLAMP fused after a convolution and applied in place on
-its bands; ERF through SciPy's vectorised erf; ERF, SIGMOID and TANH band-wise (registry.py)."""
+its bands; ERF as a compiled loop (compiled.erf_blocks); ERF, SIGMOID and TANH band-wise
+(registry.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..tosa._common import I8, I16, NAN_PROPAGATE
+from ..tosa._common import F32, I8, I16, NAN_PROPAGATE
 from ..tosa.activation import _clip_float, clamp
+from .compiled import ERF_BLOCK, erf_blocks
 from .kernels import bias_clamp
 from .registry import declare, fast_op
 
@@ -47,9 +49,26 @@ def _clamp_accumulated(*, min_val: float | int, max_val: float | int,
 
 @fast_op("ERF", bandwise=True)
 def erf(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
-    """erf in float64 (SciPy's), rounded to fp32 and then to the input's type."""
-    from scipy import special  # on first use: importing it takes a fifth of a second
+    """erf rounded to fp32 and then to the input's type, as the reference gives it (within
+    one fp32 ulp: compiled._erf says when they differ); fp16 and bf16 through fp32, which
+    holds them exactly. A read-only input is copied: the loop is compiled for writable arrays
+    only (numba compiles once more for each kind)."""
+    x = input.astype(F32, order="C", copy=not input.flags.writeable)
+    out = _erf_fp32(x, np.empty_like(x))
+    return out if input.dtype == F32 else out.astype(input.dtype)
 
-    wide = input.astype(np.float64)
-    special.erf(wide, out=wide)
-    return wide.astype(np.float32).astype(input.dtype)
+
+@erf.inplace
+def _erf_inplace(*, input: np.ndarray) -> np.ndarray:  # noqa: A002
+    """ERF into `input` (a temporary) where it is contiguous fp32; else as `erf`."""
+    if input.dtype != F32 or not input.flags.c_contiguous:
+        return erf(input=input)
+    return _erf_fp32(input, input)
+
+
+def _erf_fp32(x: np.ndarray, out: np.ndarray) -> np.ndarray:
+    """out = erf of the C-contiguous fp32 `x` (out may be x); one block runs on the calling
+    thread, more over numba's threads."""
+    flat, into = x.reshape(-1), out.reshape(-1)
+    (erf_blocks.serial if flat.size <= ERF_BLOCK else erf_blocks)(flat, into, ERF_BLOCK)
+    return out

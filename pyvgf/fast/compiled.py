@@ -1,22 +1,25 @@
 """The loops numpy cannot run in one pass, compiled by numba.
 
-A depthwise window, RESCALE's 64-bit integer arithmetic and a convolution's bias + CLAMP are a
-handful of operations per element; as numpy calls each is one pass over memory per operation
-(17 for a 3x3 window), as a loop it is one. numba compiles each function for the argument types
-it first meets and caches the machine code on disk, so a model's first run in a new process
-loads it rather than compiling again; while a plan runs, a loop not in the cache yet is
-compiled by another process and the step runs the reference meanwhile (background.py). The
-loops keep the specification's order of operations: floats are multiplied and added one step
-at a time in kernel-tap order (no fused multiply-add, no reassociation), integers are exact in
-int64.
+A depthwise window, RESCALE's 64-bit integer arithmetic, a convolution's bias + CLAMP and ERF's
+polynomials are a handful of operations per element; as numpy calls each is one pass over
+memory per operation (17 for a 3x3 window), as a loop it is one. numba compiles each function
+for the argument types it first meets and caches the machine code on disk, so a model's first
+run in a new process loads it rather than compiling again; while a plan runs, a loop not in
+the cache yet is compiled by another process and the step runs the reference meanwhile
+(background.py). The loops keep the specification's order of operations: floats are
+multiplied and added one step at a time in kernel-tap order (no fused multiply-add, no
+reassociation), integers are exact in int64. ERF, which the specification defines by its
+value alone, is an approximation in float64 with fused multiply-adds, checked against erf for
+every fp32 input.
 
-The depthwise loop, the GEMM blocks and RESCALE after a convolution split their rows over
+The depthwise loop, the GEMM blocks, RESCALE after a convolution and ERF split their rows over
 numba's threads (threads.py); the others run on the calling thread. Compiling a threaded loop
 takes about a second, once per machine: only the prange loops are made parallel.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import types
 from collections.abc import Callable
@@ -31,18 +34,19 @@ LOOPS: dict[str, object] = {}
 compiler process (background.py), which compiles them by name."""
 
 
-def _jit(fn: Callable[..., object], parallel: bool | dict[str, bool]) -> Callable[..., object]:
-    """fn compiled by numba (without the GIL), its machine code cached on disk: in the
-    package's __pycache__ where that is writable, else under the user's cache directory
-    ($XDG_CACHE_HOME/numba, ~/.cache/numba by default: numba's own fallback). A plan's run
-    leaves compiling to the compiler process (background.py); where no cache is writable, the
-    loop is compiled in every process instead, at its first call."""
+def _jit(fn: Callable[..., object], parallel: bool | dict[str, bool],
+         fastmath: bool | set[str] = False) -> Callable[..., object]:
+    """fn compiled by numba (without the GIL, with numba's `fastmath` flags), its machine code
+    cached on disk: in the package's __pycache__ where that is writable, else under the user's
+    cache directory ($XDG_CACHE_HOME/numba, ~/.cache/numba by default: numba's own fallback).
+    A plan's run leaves compiling to the compiler process (background.py); where no cache is
+    writable, the loop is compiled in every process instead, at its first call."""
     try:
-        loop = njit(cache=True, nogil=True, parallel=parallel)(fn)
+        loop = njit(cache=True, nogil=True, parallel=parallel, fastmath=fastmath)(fn)
     except RuntimeError as error:
         if "cannot cache" not in str(error):
             raise
-        loop = njit(nogil=True, parallel=parallel)(fn)
+        loop = njit(nogil=True, parallel=parallel, fastmath=fastmath)(fn)
     else:
         background.defer(loop, fn.__qualname__)
     LOOPS[fn.__qualname__] = loop
@@ -64,9 +68,9 @@ def cache_status() -> tuple[str | None, int, int]:
     return path, cached, len(LOOPS)
 
 
-def _serial(fn: Callable[..., None]) -> Callable[..., None]:
+def _serial(fn: Callable[..., None], fastmath: bool | set[str] = False) -> Callable[..., None]:
     """fn compiled as written, run on the calling thread."""
-    return _jit(fn, parallel=False)
+    return _jit(fn, False, fastmath)
 
 
 def _inlined(fn: Callable[..., None]) -> Callable[..., None]:
@@ -84,23 +88,26 @@ _PRANGE_ONLY = {"prange": True, "comprehension": False, "setitem": False, "reduc
 """numba's parallel options: only the explicit prange loops (compiles in about half the time)."""
 
 
-def _threaded(fn: Callable[..., None]) -> Callable[..., None]:
+def _threaded(fn: Callable[..., None], fastmath: bool | set[str] = False) -> Callable[..., None]:
     """fn with its prange split over numba's threads (for callers that check threads.spread())."""
-    return _jit(fn, parallel=_PRANGE_ONLY)
+    return _jit(fn, _PRANGE_ONLY, fastmath)
 
 
 class _RowLoop:
     """A loop over rows (its `prange`) compiled twice, each on first use: as written, and with
     the rows split over numba's threads, which run it when threads.spread() says so. Each
-    row's arithmetic is the same either way."""
+    row's arithmetic is the same either way. `contract`: a multiply followed by an add may be
+    one fused multiply-add (numba's fastmath "contract"; nothing else is reordered), for the
+    loops whose floats need no specified order of operations."""
 
-    def __init__(self, fn: Callable[..., None]):
-        self.serial = _serial(fn)
+    def __init__(self, fn: Callable[..., None], *, contract: bool = False):
+        fastmath = {"contract"} if contract else False
+        self.serial = _serial(fn, fastmath)
         # Its own name, so numba's on-disk cache keeps the two apart.
         twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
                                   fn.__closure__)
         twin.__qualname__ = f"{fn.__qualname__}_threaded"
-        self.threaded = _threaded(twin)
+        self.threaded = _threaded(twin, fastmath)
         self.__doc__, self.__name__ = fn.__doc__, fn.__name__
 
     def __call__(self, *args: object) -> None:
@@ -285,3 +292,74 @@ def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.nd
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                              out[first + i])
+
+
+ERF_BLOCK = 1 << 14
+"""Elements of an ERF per task on numba's threads (about 20 us of work each)."""
+
+_ERF_NEAR = np.array([
+    1.1283791670955114, -0.3761263890317647, 0.11283791670671293, -0.02686617059917114,
+    0.005223977239135972, -0.0008548308068327287, 0.000120547541155733, -1.4914302398989934e-05,
+    1.6318710751808195e-06, -1.5226732587429948e-07, 9.503615313442739e-09])
+"""erf(a) / a for 0 <= a < 1 as a polynomial in a * a (coefficients from the constant term up):
+the interpolant of math.erf(a) / a at 11 Chebyshev nodes of a * a in [0, 1]; its relative error
+there is below 3e-15."""
+
+_ERF_FAR = np.array([
+    0.9995930479825553, 0.0032674263472277573, -0.012252848796047613, 0.028181552080585776,
+    -0.04365077380750404, 0.04645361689875939, -0.031876552657695456, 0.009267537334563834,
+    0.006680700109656188, -0.009621494763324571, 0.004544022688336998, 0.0004430358090058812,
+    -0.0018265817726153184, 0.0009164089242856658, 5.226521181228017e-05,
+    -0.0002868614472500249, 0.00011897711850645081, 2.475626704503711e-05, -3.66484229272295e-05,
+    4.693854694690559e-06, 5.062630706131758e-06, -1.075489145117738e-06, -2.815185465661623e-07])
+"""erf(a) for 1 <= a <= 4 as a polynomial in (a - 2.5) / 1.5: the interpolant of math.erf at 23
+Chebyshev nodes of [1, 4]; its error there is below 1e-13 (erf(a) > 0.84)."""
+
+
+@_inlined
+def _polynomial(c: np.ndarray, v: float) -> float:
+    """c[0] + c[1] v + c[2] v**2 + ..., as its even and odd terms in v * v: two chains of
+    multiply-adds half as long, which the core runs side by side."""
+    v2 = v * v
+    last = c.shape[0] - 1
+    even = c[last - last % 2]
+    for k in range(last - last % 2 - 2, -1, -2):
+        even = even * v2 + c[k]
+    odd = c[last - 1 + last % 2]
+    for k in range(last - 1 + last % 2 - 2, 0, -2):
+        odd = odd * v2 + c[k]
+    return even + v * odd
+
+
+@_inlined
+def _erf(x: float) -> float:
+    """erf(x) in float64 within 1e-13 of it (relative below |x| = 1, absolute above), so that
+    rounded to fp32 it is erf rounded to fp32, or the fp32 value next to it where erf lies
+    within 1e-13 of halfway between them: over every fp32 x, at most 0.500001 ulp from erf, and
+    24 results of the 2**32 differ from the reference's (glibc's erf rounded to fp32; checked
+    by tests/test_fast_erf.py). erf(x) for |x| >= 4 rounds to +-1 in fp32, so |x| is taken at
+    most 4; NaN stays NaN, and the sign of x is the result's (erf(-0) is -0)."""
+    a = abs(x)
+    if a > 4.0:
+        a = 4.0
+    near = a * _polynomial(_ERF_NEAR, a * a)
+    far = _polynomial(_ERF_FAR, (a - 2.5) * (1.0 / 1.5))
+    return math.copysign(near if a < 1.0 else far, x)
+
+
+@_inlined
+def _erf_span(x: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.shape[0]):
+        out[i] = np.float32(_erf(np.float64(x[i])))
+
+
+def _erf_blocks(x: np.ndarray, out: np.ndarray, block: int) -> None:
+    """out = erf(x) of fp32 vectors, as _erf gives it rounded to fp32, in blocks of `block`
+    elements (over numba's threads). Both of _erf's polynomials are computed and one chosen,
+    without a branch, so the compiler makes the loop work on a vector of elements at a time."""
+    for k in prange(-(-x.shape[0] // block)):
+        stop = min(x.shape[0], k * block + block)
+        _erf_span(x[k * block:stop], out[k * block:stop])
+
+
+erf_blocks = _RowLoop(_erf_blocks, contract=True)
