@@ -1,8 +1,8 @@
 """The fast executor's depthwise loops (pyvgf/fast/compiled.py) against the reference on the
 cases their paths split on: outputs whose 3x3 window lies inside the input, border outputs
 (top, bottom, left, right, corners), other kernel sizes, strides 1 and 2, dilation, padding
-on some sides only, zero points, channel counts around a vector's width, and the largest
-int8 sums. Integers bit-exact, floats within pyvgf.testing's tolerance."""
+on some sides only, zero points, channel counts from a few to many vectors' width, and the
+largest int8 sums. Integers bit-exact, floats within pyvgf.testing's tolerance."""
 
 from __future__ import annotations
 
@@ -22,10 +22,12 @@ SHAPES = [
     ((11, 10, 32), (3, 3), (2, 2), (1, 1), (1, 1, 0, 1)),   # MobileNet's stride 2
     ((9, 10, 8), (3, 3), (2, 1), (1, 1), (2, 0, 0, 2)),    # one-sided padding, mixed strides
     ((12, 12, 17), (3, 3), (1, 2), (2, 3), (2, 2, 3, 2)),  # dilated windows
+    ((10, 12, 7), (3, 3), (1, 1), (2, 2), (2, 2, 1, 3)),   # dilated with stride 1
     ((4, 5, 3), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),     # no window wholly inside
     ((3, 3, 5), (3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),     # one window, no padding
     ((8, 7, 9), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),     # other kernels: _window only
     ((7, 8, 6), (2, 3), (2, 2), (1, 1), (0, 1, 1, 0)),
+    ((4, 5, 200), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # many channels
 ]
 
 
