@@ -151,24 +151,80 @@ def _window(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int, l
                 out[c] += (row[c] - zero_point) * wt[c]
 
 
+@_inlined
+def _windows_3x3(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int,
+                 left: int, stride_x: int, dilation_y: int, dilation_x: int,
+                 out: np.ndarray) -> None:
+    """_window's sums for a 3x3 kernel into each out[i] (i along the row), the window of
+    out[i] starting at (top, left + i * stride_x) and lying wholly inside x: every tap is
+    summed, so each channel's nine products add up in one register, from zero and in
+    (ky, kx) order, and the loop over contiguous channels is vectorized."""
+    zero = w.dtype.type(0)
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = (w[0, 0], w[0, 1], w[0, 2], w[1, 0], w[1, 1],
+                                          w[1, 2], w[2, 0], w[2, 1], w[2, 2])
+    y0, y1, y2 = top, top + dilation_y, top + 2 * dilation_y
+    for i in range(out.shape[0]):
+        x0 = left + i * stride_x
+        x1, x2 = x0 + dilation_x, x0 + 2 * dilation_x
+        r0, r1, r2 = x[b, y0, x0], x[b, y0, x1], x[b, y0, x2]
+        r3, r4, r5 = x[b, y1, x0], x[b, y1, x1], x[b, y1, x2]
+        r6, r7, r8 = x[b, y2, x0], x[b, y2, x1], x[b, y2, x2]
+        o = out[i]
+        for c in range(o.shape[0]):
+            s = zero
+            s += (r0[c] - zero_point) * w0[c]
+            s += (r1[c] - zero_point) * w1[c]
+            s += (r2[c] - zero_point) * w2[c]
+            s += (r3[c] - zero_point) * w3[c]
+            s += (r4[c] - zero_point) * w4[c]
+            s += (r5[c] - zero_point) * w5[c]
+            s += (r6[c] - zero_point) * w6[c]
+            s += (r7[c] - zero_point) * w7[c]
+            s += (r8[c] - zero_point) * w8[c]
+            o[c] = s
+
+
+@_inlined
+def _window_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int,
+                pad_left: int, stride_x: int, dilation_y: int, dilation_x: int,
+                out: np.ndarray) -> None:
+    """out [OW, C] = _window's sums for each output of the row whose windows start at row
+    `top`: a 3x3 kernel's outputs whose window lies inside x by _windows_3x3, the others
+    (at the borders, or every one for other kernels) by _window."""
+    kh, kw, width = w.shape[0], w.shape[1], out.shape[0]
+    first = last = width  # the outputs first..last read no padding
+    if kh == 3 and kw == 3 and top >= 0 and top + 2 * dilation_y < x.shape[1]:
+        first = min(width, (pad_left + stride_x - 1) // stride_x)
+        last = max(first, min(width, (x.shape[2] - 1 - 2 * dilation_x + pad_left) // stride_x
+                              + 1))
+        _windows_3x3(x, zero_point, w, b, top, first * stride_x - pad_left, stride_x,
+                     dilation_y, dilation_x, out[first:last])
+    for ox in range(first):
+        _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
+                out[ox])
+    for ox in range(last, width):
+        _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
+                out[ox])
+
+
 @_RowLoop
 def depthwise_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int, pad_left: int,
                    stride_y: int, stride_x: int, dilation_y: int, dilation_x: int, first: int,
                    acc: np.ndarray, finish: bool, bias: np.ndarray, low: float, high: float,
                    nan_to_low: bool) -> None:
     """Output rows first.. of a depthwise convolution (multiplier 1) of x [N, H, W, C] with
-    weights w [KH, KW, C] into acc [N, rows, OW, C], each output as _window sums it. With
-    `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says."""
+    weights w [KH, KW, C] into acc [N, rows, OW, C], each row as _window_row sums it. With
+    `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says, while its
+    row is in cache."""
     n, rows, width = acc.shape[:3]
     for j in prange(n * rows):
         b, r = j // rows, j % rows
-        top = (first + r) * stride_y - pad_top
-        for ox in range(width):
-            out = acc[b, r, ox]
-            _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
-                    out)
-            if finish:
-                _bias_clamp_row(out, bias, low, high, nan_to_low)
+        out = acc[b, r]
+        _window_row(x, zero_point, w, b, (first + r) * stride_y - pad_top, pad_left, stride_x,
+                    dilation_y, dilation_x, out)
+        if finish:
+            for ox in range(width):
+                _bias_clamp_row(out[ox], bias, low, high, nan_to_low)
 
 
 @_RowLoop
@@ -177,18 +233,17 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
                             dilation_x: int, out: np.ndarray, offset: np.ndarray,
                             multiplier: np.ndarray, shift: np.ndarray, output_zp: int, low: int,
                             high: int) -> None:
-    """depthwise_rows of every output row, each output's sums (held as w's type) + offset
+    """depthwise_rows of every output row, each row's sums (held as w's type) + offset
     wrapped to int32 and rescaled into out [N, OH, OW, C] as _rescale_row does, while they are
     in cache."""
     n, rows, width, channels = out.shape
     for j in prange(n * rows):
         b, r = j // rows, j % rows
-        top = r * stride_y - pad_top
-        acc = np.empty(channels, w.dtype)
+        acc = np.empty((width, channels), w.dtype)
+        _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
+                    dilation_y, dilation_x, acc)
         for ox in range(width):
-            _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
-                    acc)
-            _rescale_row(acc, offset, True, multiplier, shift, output_zp, low, high,
+            _rescale_row(acc[ox], offset, True, multiplier, shift, output_zp, low, high,
                          out[b, r, ox])
 
 

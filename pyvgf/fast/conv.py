@@ -28,7 +28,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..tosa._common import is_float
+from ..tosa._common import I32, is_float
 from ..tosa.conv import out_dtype as _out_dtype
 from ..types import TensorType
 from . import threads
@@ -56,18 +56,22 @@ from .kernels import (
 from .registry import fast_op
 
 
-def _compute_dtype(weight: np.ndarray, weight_zp: int, input_dtype: np.dtype, input_zp: int,
-                   per_output: Callable[[np.ndarray], np.ndarray]) -> np.dtype:
-    """float32 for float types; for integers the fastest exact GEMM dtype.
-
-    `per_output(w)` lays the weight out as [taps, outputs]; the bound of an output's sum is
-    max|x - input_zp| times the sum over its taps of |w - weight_zp|.
-    """
-    if is_float(weight.dtype):
-        return F32
+def _sum_bound(weight: np.ndarray, weight_zp: int, input_dtype: np.dtype, input_zp: int,
+               per_output: Callable[[np.ndarray], np.ndarray]) -> int:
+    """The bound of an integer convolution's output sums: max|x - input_zp| times the largest
+    sum over an output's taps of |w - weight_zp|, `per_output(w)` laying the weight out as
+    [taps, outputs]."""
     wsum = prepared(weight, ("abs-sum", per_output, weight_zp), lambda: int(
         np.abs(per_output(weight).astype(I64) - weight_zp).sum(axis=0).max(initial=0)))
-    return exact_dtype(max_offset(input_dtype, input_zp) * wsum)
+    return max_offset(input_dtype, input_zp) * wsum
+
+
+def _compute_dtype(weight: np.ndarray, weight_zp: int, input_dtype: np.dtype, input_zp: int,
+                   per_output: Callable[[np.ndarray], np.ndarray]) -> np.dtype:
+    """float32 for float types; for integers the fastest exact GEMM dtype (_sum_bound)."""
+    if is_float(weight.dtype):
+        return F32
+    return exact_dtype(_sum_bound(weight, weight_zp, input_dtype, input_zp, per_output))
 
 
 def _matrix(weight: np.ndarray, weight_zp: int, dtype: np.dtype,
@@ -361,12 +365,17 @@ class _Depthwise:
         pads, stride, dilation, self.out_size = _geometry(shape[1:3], (kh, kw), pad, stride,
                                                           dilation)
         self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, izp, _depthwise_taps)
-        w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
-        self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
         self.n, self.channels = shape[0], channels * self.mult
-        self.native = np.dtype(in_dtype) in _NATIVE
         self.how = _Finishing((self.n, *self.out_size, self.channels), dtype, bias,
                               _out_dtype(in_dtype), epilogue)
+        if self.how.rescale is not None and _sum_bound(weight, wzp, in_dtype, izp,
+                                                       _depthwise_taps) < 2**31:
+            # The loop's sums go straight to RESCALE: int32 holds them exactly, and the loop
+            # reads int8 without converting it to float, then rescales without converting back.
+            self.dtype = dtype = I32
+        w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
+        self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
+        self.native = np.dtype(in_dtype) in _NATIVE
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
         n, dtype, how = self.n, self.dtype, self.how

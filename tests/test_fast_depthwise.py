@@ -1,0 +1,134 @@
+"""The fast executor's depthwise loops (pyvgf/fast/compiled.py) against the reference on the
+cases their paths split on: outputs whose 3x3 window lies inside the input, border outputs
+(top, bottom, left, right, corners), other kernel sizes, strides 1 and 2, dilation, padding
+on some sides only, zero points, channel counts from a few to many vectors' width, and the
+largest int8 sums. Integers bit-exact, floats within pyvgf.testing's tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pyvgf.build import Graph
+from pyvgf.testing import GraphCase, assert_backends_agree
+
+pytestmark = pytest.mark.fast
+
+I8, I32, F32 = np.dtype(np.int8), np.dtype(np.int32), np.dtype(np.float32)
+
+# (input H, W, C), kernel (KH, KW), stride, dilation, pad [top, bottom, left, right]
+SHAPES = [
+    ((9, 11, 13), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),   # MobileNet's stride 1
+    ((11, 10, 32), (3, 3), (2, 2), (1, 1), (1, 1, 0, 1)),   # MobileNet's stride 2
+    ((9, 10, 8), (3, 3), (2, 1), (1, 1), (2, 0, 0, 2)),    # one-sided padding, mixed strides
+    ((12, 12, 17), (3, 3), (1, 2), (2, 3), (2, 2, 3, 2)),  # dilated windows
+    ((10, 12, 7), (3, 3), (1, 1), (2, 2), (2, 2, 1, 3)),   # dilated with stride 1
+    ((4, 5, 3), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),     # no window wholly inside
+    ((3, 3, 5), (3, 3), (1, 1), (1, 1), (0, 0, 0, 0)),     # one window, no padding
+    ((8, 7, 9), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),     # other kernels: _window only
+    ((7, 8, 6), (2, 3), (2, 2), (1, 1), (0, 1, 1, 0)),
+    ((4, 5, 200), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # many channels
+]
+
+
+def _depthwise(case: GraphCase, dtype: np.dtype, shape: tuple, kernel: tuple, stride: tuple,
+               dilation: tuple, pad: tuple, zero_point: int, weight: np.ndarray | None = None,
+               mult: int = 1, batch: int = 1):
+    """A DEPTHWISE_CONV2D of a new input; its result Value."""
+    (h, w, c), (kh, kw) = shape, kernel
+    rng = np.random.default_rng(h * 100 + w * 10 + c)
+    if weight is None:
+        weight = (rng.integers(-128, 128, (kh, kw, c, mult)).astype(I8) if dtype == I8
+                  else rng.standard_normal((kh, kw, c, mult)).astype(F32))
+    acc_t, out_t = ("INT32", I32) if dtype == I8 else ("FP32", F32)
+    bias = (rng.integers(-1000, 1000, c * mult) if dtype == I8
+            else rng.standard_normal(c * mult)).astype(out_t)
+    oh = (h - 1 + pad[0] + pad[1] - (kh - 1) * dilation[0]) // stride[0] + 1
+    ow = (w - 1 + pad[2] + pad[3] - (kw - 1) * dilation[1]) // stride[1] + 1
+    x = case.input(dtype, (batch, h, w, c))
+    return case.graph.op(
+        "DEPTHWISE_CONV2D", input=x, weight=weight, bias=bias,
+        input_zp=np.array([zero_point], dtype), weight_zp=np.array([0], weight.dtype),
+        pad=pad, stride=stride, dilation=dilation, acc_type=acc_t,
+        result=(out_t, (batch, oh, ow, c * mult)))
+
+
+def _rescaled(case: GraphCase, y, channels: int):
+    """y RESCALEd per channel to int8: fused into the depthwise loop (its int32 sums)."""
+    rng = np.random.default_rng(channels)
+    return case.graph.op(
+        "RESCALE", input=y, multiplier=rng.integers(1 << 30, 1 << 31, channels).astype(np.int32),
+        shift=rng.integers(30, 40, channels).astype(np.int8), input_zp=np.array([0], I32),
+        output_zp=np.array([-3], I8), scale32=True, rounding_mode="SINGLE_ROUND",
+        per_channel=True, input_unsigned=False, output_unsigned=False, result=(I8, y.shape))
+
+
+def _agree(case: GraphCase, y, inputs: list[np.ndarray] | None = None) -> None:
+    case.graph.output(y)
+    results = assert_backends_agree(case.to_vgf(), inputs or case.random_inputs(7),
+                                    backends=("reference", "cpu"))
+    assert len(np.unique(results[0])) > 1  # not a constant result
+
+
+@pytest.mark.parametrize("geometry", SHAPES, ids=lambda g: f"{g[0]}k{g[1]}s{g[2]}d{g[3]}p{g[4]}")
+@pytest.mark.parametrize("zero_point", [-128, 0, 77])
+def test_int8_rescaled_in_the_loop(geometry, zero_point):
+    case = GraphCase(Graph(), description="depthwise + rescale")
+    y = _depthwise(case, I8, *geometry, zero_point)
+    _agree(case, _rescaled(case, y, geometry[0][2]))
+
+
+@pytest.mark.parametrize("geometry", SHAPES, ids=lambda g: f"{g[0]}k{g[1]}s{g[2]}d{g[3]}p{g[4]}")
+def test_int8_int32_result(geometry):
+    """No RESCALE after it: two images, the sums in bands, then + bias."""
+    case = GraphCase(Graph(), description="depthwise int8")
+    _agree(case, _depthwise(case, I8, *geometry, -5, batch=2))
+
+
+@pytest.mark.parametrize("geometry", SHAPES, ids=lambda g: f"{g[0]}k{g[1]}s{g[2]}d{g[3]}p{g[4]}")
+@pytest.mark.parametrize("clamped", [False, True])
+def test_fp32_bias_and_clamp_in_the_loop(geometry, clamped):
+    case = GraphCase(Graph(), description="depthwise fp32")
+    y = _depthwise(case, F32, *geometry, 0)
+    if clamped:
+        y = case.graph.op("CLAMP", input=y, min_val=np.float32(-0.5), max_val=np.float32(0.75),
+                          result=(F32, y.shape))
+    _agree(case, y)
+
+
+def test_fp32_in_bands_with_a_channel_multiplier():
+    case = GraphCase(Graph(), description="depthwise fp32, multiplier 2")
+    _agree(case, _depthwise(case, F32, *SHAPES[0], 0, mult=2, batch=2))
+
+
+def test_fp32_non_finite_inputs_stay_where_they_are():
+    """A NaN or inf at an input pixel reaches exactly the outputs whose windows read it."""
+    case = GraphCase(Graph(), description="depthwise fp32, non-finite")
+    y = _depthwise(case, F32, *SHAPES[0], 0)
+    (x,) = case.random_inputs(3)
+    x[0, 0, 0, 0], x[0, 4, 5, 1], x[0, 8, 10, 2] = np.nan, np.inf, -np.inf
+    _agree(case, y, [x])
+
+
+@pytest.mark.parametrize("kernel", [(3, 3), (7, 7)])
+def test_int8_largest_sums_are_exact(kernel):
+    """Every product at its largest, |x - zp| = 255 times |w| = 128, all of one sign: the
+    largest sums an int8 depthwise layer of this kernel makes, held exactly in int32."""
+    h, w, c = 9, 10, 11
+    case = GraphCase(Graph(), description="depthwise int8, largest sums")
+    weight = np.full((*kernel, c, 1), -128, I8)
+    weight[..., 1::2, :] = 127  # odd channels: the other sign
+    y = _depthwise(case, I8, (h, w, c), kernel, (1, 1), (1, 1),
+                   (kernel[0] // 2,) * 2 + (kernel[1] // 2,) * 2, 127, weight=weight)
+    x = np.full((1, h, w, c), -128, I8)
+    x[0, ::3, ::2] = 127  # some pixels add nothing (x - zp = 0)
+    out = case.graph.op("RESCALE", input=y, multiplier=np.array([1 << 30], np.int32),
+                        shift=np.array([40], np.int8), input_zp=np.array([0], I32),
+                        output_zp=np.array([0], I8), scale32=True, rounding_mode="SINGLE_ROUND",
+                        per_channel=False, input_unsigned=False, output_unsigned=False,
+                        result=(I8, y.shape))
+    windows = np.lib.stride_tricks.sliding_window_view(x[0].astype(np.int64) - 127, kernel,
+                                                      axis=(0, 1))
+    sums = np.einsum("hwcij,ijc->hwc", windows, weight[..., 0].astype(np.int64))
+    assert np.abs(sums).max() > 255 * 128 * kernel[0] * kernel[1] // 2  # near the largest
+    _agree(case, out, [x])
