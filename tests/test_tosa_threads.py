@@ -50,7 +50,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", 1)
     monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 64)
-    for name in ("gemm_rows", "gemm_rows_rescaled"):
+    for name in ("gemm_rows", "gemm_rows_rescaled", "gemm_batch"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a)))
     loop = conv.depthwise_rows_rescaled  # split when threads.spread(), as every _RowLoop
@@ -143,7 +143,7 @@ def test_split_matmul_gives_what_one_thread_gives(dtype, small_blocks):
                       result_dtype=out_dtype)
 
     split = product()
-    assert small_blocks
+    assert small_blocks == ["gemm_batch"]  # the three products over the threads
     np.testing.assert_array_equal(split, on_one_thread(product))
     np.testing.assert_array_equal(split, (a.astype(np.int64) @ b.astype(np.int64)).astype(out_dtype))
 
@@ -320,3 +320,22 @@ def test_openmp_threads_spin_briefly_unless_the_user_says_otherwise(env, want):
     out = subprocess.run([sys.executable, "-c", code], env={**base, **env}, capture_output=True,
                          text=True, check=True).stdout.split()
     assert out[0] == str(want) and (want != "20000" or out[1] == want)
+
+
+def test_a_batched_gemm_runs_its_products_in_one_threaded_loop(monkeypatch):
+    """Attention's per-head products: one loop over the batch, each product one BLAS call, the
+    same values as numpy's; a batch smaller than the threads, or not contiguous, goes product
+    by product."""
+    calls: list[tuple[int, ...]] = []
+    batch = kernels.gemm_batch
+    monkeypatch.setattr(kernels, "gemm_batch", lambda a, b, out: (calls.append(a.shape), batch(a, b, out)))
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((6, 37, 16)).astype(F32)
+    b = rng.standard_normal((6, 16, 29)).astype(F32)
+    np.testing.assert_array_equal(kernels.gemm(a, b), np.matmul(a, b))
+    assert calls == ([(6, 37, 16)] if threads.spread() else [])
+    del calls[:]
+    np.testing.assert_array_equal(kernels.gemm(a[:1], b[:1]), np.matmul(a[:1], b[:1]))
+    np.testing.assert_array_equal(kernels.gemm(a, b.transpose(0, 2, 1).copy().transpose(0, 2, 1)),
+                                  np.matmul(a, b))
+    assert calls == []

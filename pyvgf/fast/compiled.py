@@ -325,6 +325,14 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
 
 
 @_threaded
+def gemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out[i] = a[i] @ b[i] for float32 or float64 batches [B, M, K] @ [B, K, N] (each matrix
+    C-contiguous), the B products over numba's threads, one BLAS call each."""
+    for i in prange(a.shape[0]):
+        np.dot(a[i], b[i], out[i])
+
+
+@_threaded
 def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.ndarray,
                        blocks: int, offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                        output_zp: int, low: int, high: int) -> None:

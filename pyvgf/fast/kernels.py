@@ -22,7 +22,7 @@ import numpy as np
 from ..tosa._common import F32, F64, I64, inside_taps, padded, scalar, taps  # noqa: F401
 from ..types import immutable
 from . import threads
-from .compiled import bias_clamp_rows, gemm_rows, gemm_rows_rescaled
+from .compiled import bias_clamp_rows, gemm_batch, gemm_rows, gemm_rows_rescaled
 
 T = TypeVar("T")
 
@@ -151,13 +151,23 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
     return True
 
 
+def _batch_splits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
+    """Whether a batched GEMM runs as one threaded loop over its products (gemm_batch): a batch
+    of at least one product a thread, all float32 or all float64, every array C-contiguous."""
+    return (a.shape[0] >= numba.get_num_threads() and a.dtype == b.dtype == out.dtype
+            and a.dtype in (F32, F64) and a.flags.c_contiguous and b.flags.c_contiguous
+            and out.flags.c_contiguous)
+
+
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """a @ b of matrices [M, K] @ [K, N], or of batches of them [B, M, K] @ [B, K, N], into
     `out` (C-contiguous) when given: split_gemm where it applies to a matrix, else numpy's
     matmul."""
     if out is None:
         out = np.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b))
-    if a.ndim == 3 and threads.spread():
+    if a.ndim == 3 and threads.spread() and _batch_splits(a, b, out):
+        gemm_batch(a, b, out)
+    elif a.ndim == 3 and threads.spread():
         for x, y, z in zip(a, b, out):
             gemm(x, y, z)
     elif a.ndim == 3 or not split_gemm(a, b, out):
