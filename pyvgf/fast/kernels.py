@@ -161,15 +161,17 @@ def _batch_splits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """a @ b of matrices [M, K] @ [K, N], or of batches of them [B, M, K] @ [B, K, N], into
-    `out` (C-contiguous) when given: split_gemm where it applies to a matrix, else numpy's
-    matmul."""
+    `out` (C-contiguous) when given: a batch's products over the threads (gemm_batch) where
+    _batch_splits says, else each one as a matrix; split_gemm where it applies to a matrix,
+    else numpy's matmul."""
     if out is None:
         out = np.empty((*a.shape[:-1], b.shape[-1]), np.result_type(a, b))
-    if a.ndim == 3 and threads.spread() and _batch_splits(a, b, out):
-        gemm_batch(a, b, out)
-    elif a.ndim == 3 and threads.spread():
-        for x, y, z in zip(a, b, out):
-            gemm(x, y, z)
+    if a.ndim == 3 and threads.spread():
+        if _batch_splits(a, b, out):
+            gemm_batch(a, b, out)
+        else:
+            for x, y, z in zip(a, b, out):
+                gemm(x, y, z)
     elif a.ndim == 3 or not split_gemm(a, b, out):
         np.matmul(a, b, out=out)
     return out

@@ -5,7 +5,7 @@ loop's rows are tasks that idle threads steal, so a thread the OS has not schedu
 core taken by another process, or by another runtime's spinning threads in the same process)
 leaves its share to the others instead of holding the whole loop at a barrier, and idle
 workers yield their core while they wait, then sleep. Beside a CPU-bound process, or alternating
-with onnxruntime, that kept MobileNetV2 within 1.6x of its time alone, where GNU OpenMP's
+with onnxruntime, MobileNetV2 then took 1.5-1.7x its time alone, where GNU OpenMP's
 static split with spinning workers took 2.3-4.9x (docs/performance.md, "Sharing the machine").
 
 Where TBB cannot be loaded numba takes GNU OpenMP, whose worker threads spin after each loop
