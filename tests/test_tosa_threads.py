@@ -50,7 +50,8 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     calls: list[str] = []
     monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", 1)
     monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 64)
-    for name in ("gemm_rows", "gemm_rows_rescaled", "gemm_batch"):
+    for name in ("gemm_rows", "gemm_rows_rescaled", "gemm_columns", "gemm_columns_rescaled",
+                 "gemm_batch"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a)))
     loop = conv.depthwise_rows_rescaled  # split when threads.spread(), as every _RowLoop
@@ -62,20 +63,27 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 # -- split GEMMs ---------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("rows, cols, order", [(200, 24, "F"), (200, 24, "C"), (49, 300, "F")],
-                         ids=["F", "C", "7x7-map"])
+@pytest.mark.parametrize("rows, cols, order, kernel", [
+    (200, 24, "F", "gemm_rows"), (200, 24, "C", "gemm_rows"), (49, 300, "F", "gemm_columns"),
+    (49, 300, "constant C", "gemm_columns"), (1, 35, "F", "gemm_columns")],
+    ids=["F", "C", "7x7-map", "7x7-map-constant-C", "one-row"])
 @pytest.mark.parametrize("bounds", [None, (-np.inf, np.inf, False), (0.0, 6.0, False), (0.0, 6.0, True)],
                          ids=["plain", "bias", "clamp", "clamp-nan-to-low"])
-def test_split_gemm_is_the_whole_product_then_finished(rows, cols, order, bounds):
+def test_split_gemm_is_the_whole_product_then_finished(rows, cols, order, kernel, bounds, small_blocks):
+    """Split by rows, or by columns where the result has at most half as many rows as columns
+    (and b is laid out by columns, or cannot change)."""
     rng = np.random.default_rng(0)
     # Small integers: every partial sum is exact, so any split and order give the same bits.
     a = rng.integers(-8, 9, (rows, 40)).astype(F32)
-    b = np.asarray(rng.integers(-8, 9, (40, cols)).astype(F32), order=order)
+    b = np.asarray(rng.integers(-8, 9, (40, cols)).astype(F32), order=order[-1])
+    if order.startswith("constant"):
+        b.flags.writeable = False
     bias = rng.integers(-30, 30, cols).astype(F32) + F32.type(0.5)
     bias[1] = np.nan
     out = np.full((rows, cols), -1.0, F32)
     finish = None if bounds is None else (bias, *bounds)
     assert kernels.split_gemm(a, b, out, finish)
+    assert small_blocks == [kernel]
     want = a @ b
     if bounds is not None:
         low, high, nan_to_low = bounds
@@ -85,15 +93,17 @@ def test_split_gemm_is_the_whole_product_then_finished(rows, cols, order, bounds
     np.testing.assert_array_equal(out, want)
 
 
-@pytest.mark.parametrize("case", ["int64", "strided", "few-rows", "empty"])
+@pytest.mark.parametrize("case", ["int64", "strided", "few-rows", "few-rows-writable-C", "empty"])
 def test_split_gemm_declines_what_it_cannot_split(case):
     a, b = np.ones((200, 40), F32), np.ones((40, 300), F32, order="F")
     if case == "int64":
         a, b = a.astype(np.int64), b.astype(np.int64)
     elif case == "strided":
         a = np.ones((400, 40), F32)[::2]
-    elif case == "few-rows":
-        a = np.ones((31, 40), F32)
+    elif case == "few-rows":  # and too few columns to split those
+        a, b = np.ones((31, 40), F32), np.ones((40, 31), F32, order="F")
+    elif case == "few-rows-writable-C":  # b's transpose would be made afresh on every call
+        a, b = np.ones((31, 40), F32), np.ones((40, 300), F32)
     elif case == "empty":
         a = np.ones((0, 40), F32)
     out = np.zeros((a.shape[0], b.shape[1]), a.dtype)
@@ -240,7 +250,7 @@ def test_the_loops_run_on_tbb_or_openmp_never_on_numba_s_workqueue(name, want):
     assert out == want
 
 
-def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum():
+def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum(small_blocks):
     """A 1x1 int8 convolution's input less its zero point, GEMM, bias and RESCALE in one
     threaded call (its `rescale` form) against the RESCALE op on the int32 result, sums that
     wrap included."""
@@ -266,6 +276,11 @@ def test_a_fused_gemm_rescale_is_the_rescale_of_the_wrapped_int32_sum():
     assert not kernels.split_gemm_rescaled(a.astype(F32), b, out, form, -7)  # not integers
     assert kernels.split_gemm_rescaled(a, b, out, form, -7)
     np.testing.assert_array_equal(out, want)
+    # A result of few rows is split by its columns: the same values.
+    few = np.empty((17, 40), np.int8)
+    assert kernels.split_gemm_rescaled(a[:17], b, few, form, -7)
+    np.testing.assert_array_equal(few, want[:17])
+    assert small_blocks == ["gemm_rows_rescaled", "gemm_columns_rescaled"]
 
 
 # -- sharing the machine -------------------------------------------------------------------------

@@ -12,8 +12,9 @@ reassociation), integers are exact in int64. ERF, which the specification define
 value alone, is an approximation in float64 with fused multiply-adds, checked against erf for
 every fp32 input.
 
-The depthwise loop, the GEMM blocks, RESCALE after a convolution and ERF split their rows over
-numba's threads (threads.py); the others run on the calling thread. Compiling a threaded loop
+The depthwise loop, the GEMM blocks, RESCALE after a convolution and ERF split their rows (a
+GEMM of few rows: its columns) over numba's threads (threads.py); the others run on the calling
+thread. Compiling a threaded loop
 takes about a second, once per machine: only the prange loops are made parallel.
 """
 
@@ -325,6 +326,27 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
 
 
 @_threaded
+def gemm_columns(a: np.ndarray, bt: np.ndarray, out: np.ndarray, blocks: int, finish: bool,
+                 bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
+    """gemm_rows with out's columns split instead of its rows, for results of few rows: each
+    block's BLAS call then packs its own columns of b, not the whole of it. bt is b
+    transposed, C-contiguous [N, K]; each block's columns are made in a temporary, then
+    copied to out (and finished, as gemm_rows does) while in cache."""
+    rows, cols = out.shape
+    step = -(-cols // blocks)
+    for k in prange(blocks):
+        first, stop = k * step, min(cols, k * step + step)
+        if first < stop:
+            part = np.empty((rows, stop - first), out.dtype)
+            np.dot(a, bt[first:stop].T, part)
+            for i in range(rows):
+                row = out[i, first:stop]
+                row[:] = part[i]
+                if finish:
+                    _bias_clamp_row(row, bias[first:stop], low, high, nan_to_low)
+
+
+@_threaded
 def gemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """out[i] = a[i] @ b[i] for float32 or float64 batches [B, M, K] @ [B, K, N] (each matrix
     C-contiguous), the B products over numba's threads, one BLAS call each."""
@@ -355,6 +377,29 @@ def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.nd
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                              out[first + i])
+
+
+@_threaded
+def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: np.ndarray,
+                          blocks: int, offset: np.ndarray, multiplier: np.ndarray,
+                          shift: np.ndarray, output_zp: int, low: int, high: int) -> None:
+    """gemm_rows_rescaled with out's columns split instead of its rows (see gemm_columns;
+    bt is b transposed, C-contiguous): each block converts all of a, makes its columns in
+    one BLAS call and rescales them."""
+    rows, cols = out.shape
+    step = -(-cols // blocks)
+    for k in prange(blocks):
+        first, stop = k * step, min(cols, k * step + step)
+        if first < stop:
+            whole = np.empty(a.shape, bt.dtype)
+            for i in range(rows):
+                for j in range(a.shape[1]):
+                    whole[i, j] = a[i, j] - a_offset
+            part = np.empty((rows, stop - first), bt.dtype)
+            np.dot(whole, bt[first:stop].T, part)
+            for i in range(rows):
+                _rescale_row(part[i], offset[first:stop], True, multiplier[first:stop],
+                             shift[first:stop], output_zp, low, high, out[i, first:stop])
 
 
 ERF_BLOCK = 1 << 14
