@@ -503,6 +503,13 @@ def test_constant_weights_are_prepared_once():
         f.flush()
         mapped = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.int8)
         assert prepared(mapped, "k", make) == prepared(mapped, "k", make) == 6
+    # A view made afresh on each call (one matrix of a batch) is the same weight each time;
+    # another place in the same array is not.
+    batch = np.frombuffer(bytes(range(24)), np.int8).reshape(3, 8)
+    assert prepared(batch[1], "k", make) == prepared(batch[1], "k", make) == 7
+    assert prepared(batch[2], "k", make) == 8
+    assert prepared(batch[1].reshape(2, 4), "k", make) == 9  # another shape
+    assert prepared(batch, "k", make) == 10
 
 
 F8B = np.dtype(ml_dtypes.float8_e5m2)

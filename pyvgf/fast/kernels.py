@@ -53,15 +53,23 @@ _CACHE: dict[tuple[int, Hashable], tuple[weakref.ref, object]] = {}
 
 
 def prepared(weight: np.ndarray, key: Hashable, make: Callable[[], T]) -> T:
-    """make(), computed once per immutable `weight` and `key`; every call for other weights."""
+    """make(), computed once per immutable `weight` and `key`; every call for other weights.
+    A view counts as the array it views, at its place in it: one made afresh on every call
+    (a batch's one matrix) finds what an earlier one made."""
     if not immutable(weight):
         return make()
-    slot = (id(weight), key)
+    owner = weight
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    if owner is not weight:
+        offset = weight.__array_interface__["data"][0] - owner.__array_interface__["data"][0]
+        key = (key, offset, weight.shape, weight.strides, weight.dtype)
+    slot = (id(owner), key)
     hit = _CACHE.get(slot)
-    if hit is not None and hit[0]() is weight:
+    if hit is not None and hit[0]() is owner:
         return hit[1]  # type: ignore[return-value]
     value = make()
-    _CACHE[slot] = (weakref.ref(weight, lambda _, slot=slot, cache=_CACHE: cache.pop(slot, None)),
+    _CACHE[slot] = (weakref.ref(owner, lambda _, slot=slot, cache=_CACHE: cache.pop(slot, None)),
                     value)
     return value
 
