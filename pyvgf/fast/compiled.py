@@ -471,3 +471,49 @@ def _erf_blocks(x: np.ndarray, out: np.ndarray, block: int) -> None:
 
 
 erf_blocks = _RowLoop(_erf_blocks, contract=True)
+
+
+@_RowLoop
+def layer_norm_rows(x: np.ndarray, out: np.ndarray, inv_n: np.float32, inv_n2: np.float32,
+                    eps: np.float32, scale: np.ndarray, scaled: bool, offset: np.ndarray,
+                    offset_added: bool) -> None:
+    """out [rows, C] = each row of x normalized as the layer norm's TOSA ops make it in fp32:
+    mean = sum(x) * inv_n, d = x - mean, rstd = 1 / sqrt(sum(d * d) * inv_n2 + eps), d * rstd,
+    then * scale[c] and + offset[c] where given; sums accumulated in float64 and rounded once."""
+    for i in prange(x.shape[0]):
+        row, res = x[i], out[i]
+        total = 0.0
+        for j in range(row.shape[0]):
+            total += row[j]
+        mean = np.float32(total) * inv_n
+        squares = 0.0
+        for j in range(row.shape[0]):
+            d = row[j] - mean
+            res[j] = d
+            squares += d * d
+        rstd = np.float32(1) / np.sqrt(np.float32(squares) * inv_n2 + eps)
+        for j in range(row.shape[0]):
+            v = res[j] * rstd
+            if scaled:
+                v = v * scale[j]
+            if offset_added:
+                v = v + offset[j]
+            res[j] = v
+
+
+def _gelu_rows(x: np.ndarray, out: np.ndarray, bias: np.ndarray, biased: bool, a: np.float32,
+               k: np.float32, c: np.float32) -> None:
+    """out [rows, C] = h * c * (erf(h * a) + k) for h = x (+ bias[c] where `biased`), as its
+    TOSA ops make it in fp32, one at a time: (h * c) and (erf(h * a) + k) each rounded, then
+    their product; erf as erf_blocks gives it."""
+    for i in prange(x.shape[0]):
+        row, res = x[i], out[i]
+        for j in range(row.shape[0]):
+            h = row[j] + bias[j] if biased else row[j]
+            e = np.float32(_erf(np.float64(h * a))) + k
+            res[j] = e * (h * c)
+
+
+gelu_rows = _RowLoop(_gelu_rows, contract=True)
+"""_gelu_rows, with ERF's fused multiply-adds (erf_blocks's flags: the fp32 steps here are a
+product and a sum each rounded alone, which contraction leaves alone)."""

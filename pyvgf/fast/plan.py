@@ -7,15 +7,18 @@ operand of that op known, the pair runs as one step: the producer applies the co
 band of its result while the band is still in cache, and the intermediate tensor never exists.
 Chains (CONV2D -> RESCALE -> CLAMP) fuse whole. Results are those of running the ops one by one.
 
+Patterns (`_patterns`): a layer normalization or a GELU written as TOSA ops runs as one step
+with a compiled loop of its own (rows.py), before the fusion above.
+
 Plan-time forms (`_step_fn`): an op with a `prepare` form gets it once per step.
 
 Threads (`_running`): a run of a graph that calls BLAS holds BLAS at one thread while the
 compiled loops split their rows over numba's threads (threads.py).
 
 Interim steps (`_interim`): while a compiled loop a step calls is not compiled yet (a machine's
-first runs: background.py), the step runs the reference operators it stands for instead, the
-producer's and then those fused into it, with the same results (integers bit-exact); a run
-after the compiler process is done loads the loop and runs it.
+first runs: background.py), the step runs the reference operators it stands for instead, in
+turn (a producer's and those fused into it, or a pattern's), with the same results (integers
+bit-exact); a run after the compiler process is done loads the loop and runs it.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import numpy as np
 from ..spirv.graph import Graph, Node
 from ..tosa import OPS
 from ..tosa.interpreter import (
+    Args,
     GraphPlan,
     Known,
     Planned,
@@ -39,7 +43,7 @@ from ..tosa.interpreter import (
     takes,
 )
 from ..types import TensorType
-from . import activation, background, background_compile, conv, rescale, tensor  # noqa: F401  (each registers its fast ops)
+from . import activation, background, background_compile, conv, rescale, rows, tensor  # noqa: F401  (each registers its fast ops)
 from .kernels import Rescale
 from .registry import FastOpDef, fast_ops
 from .threads import blas_threads, run_threads
@@ -53,6 +57,9 @@ class FastPlan(GraphPlan):
                  ops: Mapping[str, FastOpDef] | None = None, *, every_step: bool = False,
                  threads: int | None = None):
         self._calls_blas = False  # until _rewrite finds a step that calls BLAS
+        self._groups: dict[int, tuple[tuple[Node, Args], ...]] = {}
+        """The nodes each fused step stands for (by its node's id), in order, with their
+        operands: what `_interim` runs meanwhile."""
         self.threads = threads
         """The threads each run splits its loops over (None: threads.run_threads's default)."""
         self.interim = background_compile()
@@ -65,21 +72,24 @@ class FastPlan(GraphPlan):
                          every_step=every_step)
 
     def _rewrite(self, planned: list[Planned]) -> list[Planned]:  # type: ignore[override]
-        """Fuse each band-wise op whose input only it reads into that input's producer."""
+        """Run each row-wise pattern as one step (rows.py), then fuse each band-wise op whose
+        input only it reads into that input's producer."""
+        results = {r.index for r in self._results if isinstance(r, Slot)}
+        slot_of = {p.node.id: self._values.get((p.node.id, None)) for p in planned}
+        planned = self._patterns(planned, slot_of, results)
         readers: dict[int, list[tuple[int, str]]] = {}
         for i, p in enumerate(planned):
             for name, arg in p.args.items():
                 for part in arg if isinstance(arg, list) else [arg]:
                     if isinstance(part, Slot):
                         readers.setdefault(part.index, []).append((i, name))
-        results = {r.index for r in self._results if isinstance(r, Slot)}
-        slot_of = {p.node.id: self._values.get((p.node.id, None)) for p in planned}
         taken: set[int] = set()  # indices of the nodes fused into an earlier one
         fused = []
         for i, p in enumerate(planned):
             if i in taken:
                 continue
-            while takes(p.opdef.fn, "epilogue") and not isinstance(p.last.result_type, tuple):
+            chains = takes(p.opdef.fn, "epilogue")  # (a pattern's step has a tail of its own)
+            while chains and not isinstance(p.last.result_type, tuple):
                 slot = slot_of[p.last.id]
                 users = readers.get(slot.index, []) if isinstance(slot, Slot) else []
                 if slot is None or slot.index in results or len(users) != 1 or users[0][1] != "input":
@@ -92,13 +102,32 @@ class FastPlan(GraphPlan):
                 p = Planned(p.node, p.opdef, p.args,
                              (*p.tail, (consumer.node, consumer.opdef, consumer.args)))
                 taken.add(j)
-            if p.tail:
+            if chains and p.tail:
+                self._groups[p.node.id] = ((p.node, p.args), *((n, a) for n, _, a in p.tail))
                 chain = [(node, opdef, {k: known_value(a) for k, a in args.items() if k != "input"})
                          for node, opdef, args in p.tail]
                 p = Planned(p.node, p.opdef, {**p.args, "epilogue": Known(_Epilogue(chain))}, p.tail)
             fused.append(p)
         self._calls_blas = any(p.opdef.blas for p in fused)
         return fused
+
+    def _patterns(self, planned: list[Planned], slot_of: dict[int, Slot | None],
+                  results: set[int]) -> list[Planned]:
+        """The steps with each pattern rows.find finds run as one step, where its first was."""
+        inputs = [tuple(i.type.shape) for i in self.graph.inputs]
+        found = rows.find(rows.Steps(planned, slot_of, results, inputs))
+        first = {hit.steps[0]: hit for hit in found}
+        gone = {i for hit in found for i in hit.steps}
+        kept = []
+        for i, p in enumerate(planned):
+            if i in first:
+                step = first[i].step
+                self._groups[step.node.id] = tuple((planned[j].node, planned[j].args)
+                                                   for j in first[i].steps)
+                kept.append(step)
+            elif i not in gone:
+                kept.append(p)
+        return kept
 
     def _step_fn(self, node: Node, opdef: FastOpDef, static: dict[str, object],  # type: ignore[override]
                  runtime: dict[str, TensorType] | None
@@ -117,12 +146,10 @@ class FastPlan(GraphPlan):
     def _interim(self, node: Node, fn: Callable[..., object], static: dict[str, object]
                  ) -> Callable[..., object]:
         """fn, or where a compiled loop it calls is not compiled yet (background.NotCompiled),
-        the reference operator of `node` with its known operands `static`, then those of the
-        ops fused into it, in turn."""
-        first = OPS[node.op].fn
+        the reference operators of the nodes the step stands for (`_groups`; `node` alone,
+        with its known operands `static`, where it is not fused), in turn."""
+        group = self._groups.get(node.id)
         known = {k: v for k, v in static.items() if k != "epilogue"}
-        epilogue = static.get("epilogue")
-        rest = [] if epilogue is None else [(OPS[n.op].fn, args) for n, _, args in epilogue.chain]
 
         def step(**operands: object) -> object:
             try:
@@ -130,11 +157,25 @@ class FastPlan(GraphPlan):
             except background.NotCompiled:
                 self.interim_steps += 1
                 operands.pop("epilogue", None)
-                result = first(**{**known, **operands})
-                for op, args in rest:
-                    result = op(input=result, **args)
-                return result
+                if group is None:
+                    return OPS[node.op].fn(**known, **operands)
+                return self._reference(group, operands)
         return step
+
+    def _reference(self, group: Sequence[tuple[Node, Args]], operands: Mapping[str, object]) -> object:
+        """The last result of `group`'s nodes run in turn by the reference operators, the
+        first one's run-time operands given by name."""
+        values: dict[int, object] = {arg.index: operands[name] for name, arg in group[0][1].items()
+                                     if isinstance(arg, Slot) and name in operands}
+        result: object = None
+        for node, args in group:
+            kwargs = {name: arg.value if isinstance(arg, Known) else values[arg.index]  # type: ignore[union-attr]
+                      for name, arg in args.items()}
+            result = OPS[node.op].fn(**kwargs)
+            slot = self._values.get((node.id, None))
+            if isinstance(slot, Slot):
+                values[slot.index] = result
+        return result
 
     @contextmanager
     def _running(self) -> Iterator[None]:

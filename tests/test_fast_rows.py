@@ -1,0 +1,166 @@
+"""The fast executor's row-wise fusions (pyvgf/fast/rows.py): layer normalization and GELU, as
+the TOSA ops a framework lowers them to, run as one step each, with the reference's results
+(within pyvgf.testing's tolerance); where a pattern does not hold, its ops run one by one."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pyvgf import fast
+from pyvgf.build import Graph
+from pyvgf.fast import background, rows
+from pyvgf.fast.plan import FastPlan
+from pyvgf.testing import GraphCase, assert_backends_agree
+from support.spirv import vgf_graph
+
+pytestmark = pytest.mark.fast
+
+F32 = np.dtype(np.float32)
+NO_SHIFT = np.array([0], np.int8)
+
+
+def _const(value: float, rank: int) -> np.ndarray:
+    return np.full((1,) * rank, value, F32)
+
+
+def _mul(g: Graph, a, b, shape):
+    return g.op("MUL", input1=a, input2=b, shift=NO_SHIFT, result=(F32, shape))
+
+
+def _layer_norm(case: GraphCase, shape: tuple[int, ...], affine: bool, *, also_out: bool = False,
+                axis: int | None = None):
+    """x normalized along its last axis (or `axis`) as torch's layer_norm is lowered to TOSA;
+    with `also_out`, x - mean is a graph output too (so it must be kept)."""
+    g, rank = case.graph, len(shape)
+    axis = rank - 1 if axis is None else axis
+    n = shape[axis]
+    reduced = tuple(1 if i == axis else d for i, d in enumerate(shape))
+    x = case.input(F32, shape)
+    total = g.op("REDUCE_SUM", input=x, axis=axis, result=(F32, reduced))
+    mean = _mul(g, total, _const(1 / n, rank), reduced)
+    d = g.op("SUB", input1=x, input2=mean, result=(F32, shape))
+    squares = g.op("REDUCE_SUM", input=_mul(g, d, d, shape), axis=axis, result=(F32, reduced))
+    variance = g.op("ADD", input1=_mul(g, squares, _const(1 / n, rank), reduced),
+                    input2=_const(1e-5, rank), result=(F32, reduced))
+    y = _mul(g, d, g.op("RSQRT", input1=variance, result=(F32, reduced)), shape)
+    if affine:
+        rng = np.random.default_rng(n)
+        scale = rng.standard_normal((1,) * (rank - 1) + (shape[-1],)).astype(F32)
+        y = g.op("ADD", input1=_mul(g, y, scale, shape),
+                 input2=rng.standard_normal(scale.shape).astype(F32), result=(F32, shape))
+    if also_out:
+        g.output(d)
+    return y
+
+
+def _gelu(case: GraphCase, shape: tuple[int, ...], biased: bool, *, swap: bool = False):
+    """0.5 * h * (1 + erf(h / sqrt 2)) for h = x (+ a bias per column), as ExecuTorch's Arm
+    backend lowers GELU; `swap` gives the commutative ops' operands the other way round."""
+    g, rank = case.graph, len(shape)
+    h = case.input(F32, shape)
+    if biased:
+        bias = np.random.default_rng(3).standard_normal((1,) * (rank - 1) + (shape[-1],)).astype(F32)
+        h = g.op("ADD", input1=h, input2=bias, result=(F32, shape))
+    pair = (lambda a, b: (b, a)) if swap else (lambda a, b: (a, b))
+    e = g.op("ERF", input=_mul(g, *pair(h, _const(0.7071067811865476, rank)), shape), result=(F32, shape))
+    one_plus = g.op("ADD", **dict(zip(("input1", "input2"), pair(e, _const(1.0, rank)))), result=(F32, shape))
+    half = _mul(g, *pair(h, _const(0.5, rank)), shape)
+    return _mul(g, *pair(one_plus, half), shape)
+
+
+def _plan(case: GraphCase, tmp_path) -> FastPlan:
+    path = tmp_path / "case.vgf"
+    path.write_bytes(case.to_vgf())
+    return FastPlan(*vgf_graph(path))
+
+
+def _fused(case: GraphCase, tmp_path) -> list[tuple[str, ...]]:
+    return [tuple(node.op for node in chain) for chain in _plan(case, tmp_path).fused]
+
+
+def _agree(case: GraphCase, seed: int = 7) -> None:
+    results = assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=("reference", "cpu"))
+    assert len(np.unique(results[0])) > 1  # not a constant result
+
+
+LAYER_NORM = ("REDUCE_SUM", "MUL", "SUB", "MUL", "REDUCE_SUM", "MUL", "ADD", "RSQRT", "MUL")
+
+
+@pytest.mark.parametrize("affine", [False, True], ids=["plain", "affine"])
+def test_a_layer_norm_runs_as_one_step(affine, tmp_path):
+    case = GraphCase(Graph(), description="layer norm")
+    case.graph.output(_layer_norm(case, (2, 9, 24), affine))
+    assert _fused(case, tmp_path) == [LAYER_NORM + (("MUL", "ADD") if affine else ())]
+    _agree(case)
+
+
+@pytest.mark.parametrize("biased", [False, True], ids=["plain", "biased"])
+@pytest.mark.parametrize("swap", [False, True], ids=["as-exported", "operands-swapped"])
+def test_gelu_runs_as_one_step(biased, swap, tmp_path):
+    case = GraphCase(Graph(), description="gelu")
+    case.graph.output(_gelu(case, (1, 7, 40), biased, swap=swap))
+    bias = ("ADD",) if biased else ()
+    assert _fused(case, tmp_path) == [bias + ("MUL", "ERF", "ADD", "MUL", "MUL")]
+    _agree(case)
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows_=st.integers(1, 40), columns=st.integers(1, 300), affine=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_layer_norms_of_any_shape_agree(rows_, columns, affine, seed):
+    case = GraphCase(Graph(), description="layer norm")
+    case.graph.output(_layer_norm(case, (rows_, columns), affine))
+    _agree_any(case, seed)
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows_=st.integers(1, 40), columns=st.integers(1, 300), biased=st.booleans(),
+       seed=st.integers(0, 2**16))
+def test_gelus_of_any_shape_agree(rows_, columns, biased, seed):
+    case = GraphCase(Graph(), description="gelu")
+    case.graph.output(_gelu(case, (1, rows_, columns), biased))
+    _agree_any(case, seed)
+
+
+def _agree_any(case: GraphCase, seed: int) -> None:
+    assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=("reference", "cpu"))
+
+
+def test_a_pattern_whose_intermediate_is_also_read_elsewhere_runs_op_by_op(tmp_path):
+    case = GraphCase(Graph(), description="layer norm, x - mean an output too")
+    case.graph.output(_layer_norm(case, (3, 16), True, also_out=True))
+    assert not any(chain[:len(LAYER_NORM)] == LAYER_NORM for chain in _fused(case, tmp_path))
+    _agree(case)
+
+
+def test_a_norm_along_another_axis_runs_op_by_op(tmp_path):
+    case = GraphCase(Graph(), description="normalized along axis 0")
+    case.graph.output(_layer_norm(case, (16, 3), False, axis=0))
+    assert _fused(case, tmp_path) == []
+    _agree(case)
+
+
+@pytest.mark.parametrize("pattern", ["layer_norm", "gelu"])
+def test_a_pattern_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pattern, tmp_path, monkeypatch):
+    """While the compiler process makes its loop (background.py), the fused step runs the
+    reference operators it stands for, in turn."""
+    case = GraphCase(Graph(), description=pattern)
+    case.graph.output(_layer_norm(case, (4, 32), True) if pattern == "layer_norm"
+                      else _gelu(case, (1, 4, 32), True))
+    inputs = case.random_inputs(3)
+    plan = _plan(case, tmp_path)
+    compiled = plan.run(inputs)[0]
+
+    def not_yet(*args: object) -> None:
+        raise background.NotCompiled(f"{pattern}_rows")
+    monkeypatch.setattr(rows, f"{pattern}_rows", not_yet)
+    monkeypatch.setattr(fast, "_background", True)  # (the tests' conftest turns it off)
+    interim = _plan(case, tmp_path)
+    meanwhile = interim.run(inputs)[0]
+    assert interim.interim_steps == 1
+    reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
+    np.testing.assert_array_equal(meanwhile, reference)
+    np.testing.assert_allclose(compiled, reference, rtol=1e-5, atol=1e-6)
