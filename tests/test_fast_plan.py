@@ -95,3 +95,65 @@ def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch
             np.testing.assert_array_equal(got, want)
         else:
             np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+# -- band-wise arithmetic with a constant ------------------------------------------------------------
+
+
+def _conv_then(op: str, constant_shape: tuple[int, ...], *, matmul: bool = False):
+    """A 3x3 CONV2D (or a MATMUL), then `op` of its result and a constant of `constant_shape`."""
+    from pyvgf.build import Graph
+    from pyvgf.testing import GraphCase
+
+    case = GraphCase(Graph(), description=f"then {op}")
+    g, rng = case.graph, np.random.default_rng(len(constant_shape))
+    if matmul:
+        x = case.input(np.float32, (2, 9, 16))
+        y = g.op("MATMUL", A=x, B=rng.standard_normal((2, 16, 24)).astype(np.float32),
+                 A_zp=np.zeros(1, np.float32), B_zp=np.zeros(1, np.float32), result=(np.float32, (2, 9, 24)))
+    else:
+        x = case.input(np.float32, (1, 12, 10, 8))
+        y = g.op("CONV2D", input=x, weight=rng.standard_normal((24, 3, 3, 8)).astype(np.float32),
+                 bias=rng.standard_normal(24).astype(np.float32), input_zp=np.zeros(1, np.float32),
+                 weight_zp=np.zeros(1, np.float32), pad=(1, 1, 1, 1), stride=(1, 1), dilation=(1, 1),
+                 acc_type="FP32", result=(np.float32, (1, 12, 10, 24)))
+    other = rng.standard_normal(constant_shape).astype(np.float32)
+    operands = {"input1": other, "input2": y} if op == "SUB" else {"input1": y, "input2": other}
+    if op == "MUL":
+        operands["shift"] = np.zeros(1, np.int8)
+    g.output(g.op(op, **operands, result=(np.float32, y.shape)))
+    return case
+
+
+@pytest.mark.parametrize("op", ["ADD", "SUB", "MUL"])
+@pytest.mark.parametrize("constant, fused", [((1, 1, 1, 24), True), ((1, 1, 1, 1), True),
+                                             ((1, 12, 10, 24), False)],
+                         ids=["per-channel", "scalar", "whole-tensor"])
+@pytest.mark.parametrize("band_bytes", [None, 1], ids=["default-bands", "one-row-bands"])
+def test_arithmetic_with_a_constant_fuses_where_it_broadcasts_along_channels(op, constant, fused,
+                                                                             band_bytes, tmp_path,
+                                                                             monkeypatch):
+    """An ADD, SUB or MUL of a convolution's result and a constant runs in the convolution's
+    bands where the constant is one value per channel or one in all (the same for every band);
+    a constant of the whole tensor's shape would meet each band with its first rows, so that op
+    runs as a step of its own. Either way, the reference's results."""
+    from pyvgf.testing import assert_backends_agree
+
+    monkeypatch.setattr(kernels, "BAND_BYTES", band_bytes or kernels.BAND_BYTES)
+    case = _conv_then(op, constant)
+    path = tmp_path / "case.vgf"
+    path.write_bytes(case.to_vgf())
+    plan = FastPlan(*vgf_graph(path))
+    assert [[n.op for n in chain] for chain in plan.fused] == ([["CONV2D", op]] if fused else [])
+    assert_backends_agree(case.to_vgf(), case.random_inputs(4), backends=("reference", "cpu"))
+
+
+def test_a_matmul_takes_its_bias_into_its_result(tmp_path):
+    """MATMUL then an ADD of one bias per column: one step, the reference's results."""
+    from pyvgf.testing import assert_backends_agree
+
+    case = _conv_then("ADD", (1, 1, 24), matmul=True)
+    path = tmp_path / "case.vgf"
+    path.write_bytes(case.to_vgf())
+    assert [[n.op for n in chain] for chain in FastPlan(*vgf_graph(path)).fused] == [["MATMUL", "ADD"]]
+    assert_backends_agree(case.to_vgf(), case.random_inputs(4), backends=("reference", "cpu"))

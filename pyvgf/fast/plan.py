@@ -1,9 +1,10 @@
 """The fast executor's plan: the reference interpreter's (pyvgf/tosa/interpreter.py) with the
 fast operator table (registry.py) and three of its methods overridden.
 
-Fusion (`_rewrite`): when an op declaring an `epilogue` keyword (the convolutions) has a result
-that only one band-wise op reads (CLAMP, RESCALE, ...: `FastOpDef.bandwise`), with every other
-operand of that op known, the pair runs as one step: the producer applies the consumer to each
+Fusion (`_rewrite`): when an op declaring an `epilogue` keyword (the convolutions, MATMUL) has a
+result that only one band-wise op reads (CLAMP, RESCALE, an ADD of a bias, ...:
+`FastOpDef.bandwise`), with every other operand of that op known and broadcast along the last
+axis at most, the pair runs as one step: the producer applies the consumer to each
 band of its result while the band is still in cache, and the intermediate tensor never exists.
 Chains (CONV2D -> RESCALE -> CLAMP) fuse whole. Results are those of running the ops one by one.
 
@@ -43,7 +44,16 @@ from ..tosa.interpreter import (
     takes,
 )
 from ..types import TensorType
-from . import activation, background, background_compile, conv, rescale, rows, tensor  # noqa: F401  (each registers its fast ops)
+from . import (  # noqa: F401  (each registers its fast ops)
+    activation,
+    background,
+    background_compile,
+    conv,
+    elementwise,
+    rescale,
+    rows,
+    tensor,
+)
 from .kernels import Rescale
 from .registry import FastOpDef, fast_ops
 from .threads import blas_threads, run_threads
@@ -92,20 +102,22 @@ class FastPlan(GraphPlan):
             while chains and not isinstance(p.last.result_type, tuple):
                 slot = slot_of[p.last.id]
                 users = readers.get(slot.index, []) if isinstance(slot, Slot) else []
-                if slot is None or slot.index in results or len(users) != 1 or users[0][1] != "input":
+                if slot is None or slot.index in results or len(users) != 1:
                     break
-                j = users[0][0]
+                j, band = users[0]
                 consumer = planned[j]
                 if not consumer.opdef.bandwise or not all(
-                        is_known(a) for name, a in consumer.args.items() if name != "input"):
+                        is_known(a) and _along_last_axis(a, consumer.node)
+                        for name, a in consumer.args.items() if name != band):
                     break
                 p = Planned(p.node, p.opdef, p.args,
                              (*p.tail, (consumer.node, consumer.opdef, consumer.args)))
                 taken.add(j)
             if chains and p.tail:
                 self._groups[p.node.id] = ((p.node, p.args), *((n, a) for n, _, a in p.tail))
-                chain = [(node, opdef, {k: known_value(a) for k, a in args.items() if k != "input"})
-                         for node, opdef, args in p.tail]
+                chain = [(node, opdef, band, {k: known_value(a) for k, a in args.items() if k != band})
+                         for node, opdef, args in p.tail
+                         for band in [next(k for k, a in args.items() if isinstance(a, Slot))]]
                 p = Planned(p.node, p.opdef, {**p.args, "epilogue": Known(_Epilogue(chain))}, p.tail)
             fused.append(p)
         self._calls_blas = any(p.opdef.blas for p in fused)
@@ -190,18 +202,29 @@ class FastPlan(GraphPlan):
                 yield
 
 
+def _along_last_axis(arg: object, node: Node) -> bool:
+    """Whether a known operand of a band-wise op applies to any band of its run-time one: it
+    broadcasts along the last axis at most (one value per channel, say), so that a band of
+    rows meets the same values as the whole tensor."""
+    value = known_value(arg)  # type: ignore[arg-type]
+    shape = getattr(value, "shape", ())
+    rank = len(result_types(node)[0].shape)
+    return len(shape) != rank or all(d == 1 for d in shape[:-1])
+
+
 class _Epilogue:
     """Band-wise ops applied in turn to a band of a producer's result, each with its known
-    operands bound; the band is the producer's temporary, so in-place forms are used.
+    operands bound and the band as its run-time operand (`input`, or a binary op's input1 or
+    input2); the band is the producer's temporary, so in-place forms are used.
 
     `dtype` is the element type of the last op's result."""
 
-    def __init__(self, chain: Sequence[tuple[Node, FastOpDef, dict[str, object]]]):
+    def __init__(self, chain: Sequence[tuple[Node, FastOpDef, str, dict[str, object]]]):
         self.chain = tuple(chain)
-        self.ops = tuple(node.op for node, _, _ in chain)
+        self.ops = tuple(link[0].op for link in chain)
         """The fused ops' names, in order."""
         self.dtype = result_types(chain[-1][0])[0].dtype
-        node, opdef, static = chain[0]
+        node, opdef, _, static = chain[0]
         factory = opdef.from_accumulator
         self._accumulated = None if factory is None else guard(node, lambda: factory(**static))
         self.bounds = getattr(self._accumulated, "bounds", None) if len(chain) == 1 else None
@@ -234,9 +257,9 @@ class _Epilogue:
         return self._rest(first, 1)
 
     def _rest(self, band: np.ndarray, start: int) -> np.ndarray:
-        for node, opdef, static in self.chain[start:]:
+        for node, opdef, name, static in self.chain[start:]:
             fn = opdef.inplace or opdef.fn
-            band = guard(node, lambda: fn(input=band, **static))  # type: ignore[assignment]  # noqa: B023 (called at once)
+            band = guard(node, lambda: fn(**{name: band}, **static))  # type: ignore[assignment]  # noqa: B023 (called at once)
         return band
 
     def __repr__(self) -> str:
