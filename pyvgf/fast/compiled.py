@@ -276,6 +276,15 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
 
 
 @_inlined
+def _rescaled(v: np.int64, multiplier: np.int64, shift: np.int64, output_zp: int, low: int,
+              high: int) -> np.int64:
+    """RESCALE of one int64 value, single rounding: (v * multiplier + 2**(shift-1)) >> shift,
+    plus output_zp, clamped to [low, high]."""
+    y = ((v * multiplier + (np.int64(1) << (shift - 1))) >> shift) + output_zp
+    return min(max(y, low), high)
+
+
+@_inlined
 def _rescale_row(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                  shift: np.ndarray, output_zp: int, low: int, high: int, out: np.ndarray) -> None:
     """One row of rescale_common_rows: out[c] from x[c] + offset[c]."""
@@ -283,9 +292,7 @@ def _rescale_row(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np
         v = np.int64(x[c]) + offset[c]
         if wrap32:
             v = np.int64(np.int32(v))
-        s = shift[c]
-        y = ((v * multiplier[c] + (np.int64(1) << (s - 1))) >> s) + output_zp
-        out[c] = min(max(y, low), high)
+        out[c] = _rescaled(v, multiplier[c], shift[c], output_zp, low, high)
 
 
 @_RowLoop
@@ -517,3 +524,18 @@ def _gelu_rows(x: np.ndarray, out: np.ndarray, bias: np.ndarray, biased: bool, a
 gelu_rows = _RowLoop(_gelu_rows, contract=True)
 """_gelu_rows, with ERF's fused multiply-adds (erf_blocks's flags: the fp32 steps here are a
 product and a sum each rounded alone, which contraction leaves alone)."""
+
+
+@_RowLoop
+def residual_rows(y: np.ndarray, x: np.ndarray, offset: np.ndarray, multiplier: np.ndarray,
+                  shift: np.ndarray, zp: int, low: int, high: int, out_multiplier: np.ndarray,
+                  out_shift: np.ndarray, out_zp: int, out_low: int, out_high: int,
+                  out: np.ndarray) -> None:
+    """A quantized residual ADD, row by row ([rows, C], the vectors one entry per column):
+    out = RESCALE(y + RESCALE(x + offset)), the inner RESCALE clamped to [low, high], the sum
+    wrapped to int32 as ADD wraps it, each RESCALE single-rounding (_rescaled)."""
+    for i in prange(y.shape[0]):
+        for c in range(y.shape[1]):
+            a = _rescaled(np.int64(x[i, c]) + offset[c], multiplier[c], shift[c], zp, low, high)
+            total = np.int64(np.int32(np.int64(y[i, c]) + a))
+            out[i, c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low, out_high)

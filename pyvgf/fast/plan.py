@@ -9,7 +9,7 @@ band of its result while the band is still in cache, and the intermediate tensor
 Chains (CONV2D -> RESCALE -> CLAMP) fuse whole. Results are those of running the ops one by one.
 
 Patterns (`_patterns`): a layer normalization or a GELU written as TOSA ops runs as one step
-with a compiled loop of its own (rows.py), before the fusion above.
+with a compiled loop of its own (patterns.py), before the fusion above.
 
 Plan-time forms (`_step_fn`): an op with a `prepare` form gets it once per step.
 
@@ -50,8 +50,8 @@ from . import (  # noqa: F401  (each registers its fast ops)
     background_compile,
     conv,
     elementwise,
+    patterns,
     rescale,
-    rows,
     tensor,
 )
 from .kernels import Rescale
@@ -67,9 +67,9 @@ class FastPlan(GraphPlan):
                  ops: Mapping[str, FastOpDef] | None = None, *, every_step: bool = False,
                  threads: int | None = None):
         self._calls_blas = False  # until _rewrite finds a step that calls BLAS
-        self._groups: dict[int, tuple[tuple[Node, Args], ...]] = {}
-        """The nodes each fused step stands for (by its node's id), in order, with their
-        operands: what `_interim` runs meanwhile."""
+        self._groups: dict[int, tuple[Args, tuple[tuple[Node, Args], ...]]] = {}
+        """For each fused step (by its node's id): its operands, and the nodes it stands for,
+        in order, with theirs: what `_interim` runs meanwhile."""
         self.threads = threads
         """The threads each run splits its loops over (None: threads.run_threads's default)."""
         self.interim = background_compile()
@@ -82,7 +82,7 @@ class FastPlan(GraphPlan):
                          every_step=every_step)
 
     def _rewrite(self, planned: list[Planned]) -> list[Planned]:  # type: ignore[override]
-        """Run each row-wise pattern as one step (rows.py), then fuse each band-wise op whose
+        """Run each row-wise pattern as one step (patterns.py), then fuse each band-wise op whose
         input only it reads into that input's producer."""
         results = {r.index for r in self._results if isinstance(r, Slot)}
         slot_of = {p.node.id: self._values.get((p.node.id, None)) for p in planned}
@@ -114,7 +114,7 @@ class FastPlan(GraphPlan):
                              (*p.tail, (consumer.node, consumer.opdef, consumer.args)))
                 taken.add(j)
             if chains and p.tail:
-                self._groups[p.node.id] = ((p.node, p.args), *((n, a) for n, _, a in p.tail))
+                self._groups[p.node.id] = (p.args, ((p.node, p.args), *((n, a) for n, _, a in p.tail)))
                 chain = [(node, opdef, band, {k: known_value(a) for k, a in args.items() if k != band})
                          for node, opdef, args in p.tail
                          for band in [next(k for k, a in args.items() if isinstance(a, Slot))]]
@@ -125,17 +125,17 @@ class FastPlan(GraphPlan):
 
     def _patterns(self, planned: list[Planned], slot_of: dict[int, Slot | None],
                   results: set[int]) -> list[Planned]:
-        """The steps with each pattern rows.find finds run as one step, where its first was."""
+        """The steps with each pattern patterns.find finds run as one step, where its first was."""
         inputs = [tuple(i.type.shape) for i in self.graph.inputs]
-        found = rows.find(rows.Steps(planned, slot_of, results, inputs))
-        first = {hit.steps[0]: hit for hit in found}
+        found = patterns.find(patterns.Steps(planned, slot_of, results, inputs))
+        at = {next(i for i in hit.steps if planned[i].node is hit.step.node): hit for hit in found}
         gone = {i for hit in found for i in hit.steps}
         kept = []
         for i, p in enumerate(planned):
-            if i in first:
-                step = first[i].step
-                self._groups[step.node.id] = tuple((planned[j].node, planned[j].args)
-                                                   for j in first[i].steps)
+            if i in at:
+                step = at[i].step
+                self._groups[step.node.id] = (step.args, tuple((planned[j].node, planned[j].args)
+                                                               for j in at[i].steps))
                 kept.append(step)
             elif i not in gone:
                 kept.append(p)
@@ -171,16 +171,17 @@ class FastPlan(GraphPlan):
                 operands.pop("epilogue", None)
                 if group is None:
                     return OPS[node.op].fn(**known, **operands)
-                return self._reference(group, operands)
+                return self._reference(*group, operands)
         return step
 
-    def _reference(self, group: Sequence[tuple[Node, Args]], operands: Mapping[str, object]) -> object:
-        """The last result of `group`'s nodes run in turn by the reference operators, the
-        first one's run-time operands given by name."""
-        values: dict[int, object] = {arg.index: operands[name] for name, arg in group[0][1].items()
-                                     if isinstance(arg, Slot) and name in operands}
+    def _reference(self, step_args: Args, nodes: Sequence[tuple[Node, Args]],
+                   operands: Mapping[str, object]) -> object:
+        """The last result of `nodes` run in turn by the reference operators, from a fused
+        step's run-time `operands` (by name, as its `step_args` name their slots)."""
+        values: dict[int, object] = {arg.index: operands[name] for name, arg in step_args.items()
+                                     if isinstance(arg, Slot)}
         result: object = None
-        for node, args in group:
+        for node, args in nodes:
             kwargs = {name: arg.value if isinstance(arg, Known) else values[arg.index]  # type: ignore[union-attr]
                       for name, arg in args.items()}
             result = OPS[node.op].fn(**kwargs)

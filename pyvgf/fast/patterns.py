@@ -1,14 +1,15 @@
-"""The fast executor's row-wise fusions: layer normalization and GELU, written as the TOSA
-operators a framework lowers them to, found among a plan's steps (`find`) and each run as one
-compiled loop over the rows of its input (compiled.layer_norm_rows, gelu_rows) instead of 5-11
-passes over the tensor.
+"""The fast executor's pattern fusions: layer normalization, GELU and the quantized residual
+ADD, written as the TOSA operators a framework lowers them to, found among a plan's steps
+(`find`) and each run as one compiled loop (compiled.layer_norm_rows, gelu_rows,
+residual_rows) instead of 3-11 passes over the tensor.
 
-A pattern is fused only where it is all fp32, its reductions run along the last axis, its
-constants are scalars (GELU's bias and the layer norm's scale and offset: one per column, or
-one), and each of its intermediate results is read by the pattern alone and is not a graph
-result; anything else runs op by op. The loops make each element with the fp32 operations the
-ops make it with, in the same order; only sums differ: each row's sum is accumulated in float64
-and rounded once, where the reference sums pairwise in fp32 (TOSA leaves a sum's order open).
+A pattern is fused only where its types are the loop's (fp32; for the residual ADD, signed
+integers and RESCALEs rounding once), its reductions run along the last axis, its constants
+are scalars or one per column, and each of its intermediate results is read by the pattern
+alone and is not a graph result; anything else runs op by op. The loops make each element with
+the operations the ops make it with, in the same order (integers bit-exact); only float sums
+differ: each row's sum is accumulated in float64 and rounded once, where the reference sums
+pairwise in fp32 (TOSA leaves a sum's order open).
 
 Softmax is left to its ops: a compiled loop calls exp once per element, which took 1.6x as
 long as numpy's vectorized exp and the five other passes together (6 x 197 x 197).
@@ -21,10 +22,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tosa._common import F32
+from ..tosa._common import F32, I32
 from ..tosa.interpreter import Known, Planned, Slot
-from .compiled import gelu_rows, layer_norm_rows
+from ..tosa.type_conversion import DOUBLE_ROUND
+from .compiled import gelu_rows, layer_norm_rows, residual_rows
 from .registry import FastOpDef
+from .rescale import _rescaling
 
 
 @dataclass(frozen=True)
@@ -228,7 +231,72 @@ def _gelu(steps: Steps, i: int) -> Found | None:
     return _step("GELU", gelu, steps, chain, source)
 
 
-PATTERNS = (_layer_norm, _gelu)
+def _single_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, object] | None:
+    """A RESCALE step's known operands, where it rounds once, reads and writes signed integers
+    (to `to`, when given) and every operand but its input is known; else None."""
+    p = steps.planned[i]
+    if p.node.op != "RESCALE" or (to is not None and p.node.result_type.dtype != to):
+        return None
+    known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)}
+    if len(known) != len(p.args) - 1 or known["rounding_mode"] == DOUBLE_ROUND \
+            or known["input_unsigned"] or known["output_unsigned"]:
+        return None
+    return known
+
+
+def _residual(steps: Steps, i: int) -> Found | None:
+    """RESCALE(x) -> ADD(y, that) -> RESCALE: a quantized residual ADD (int8 or int16 x, the
+    int32 sum), as TOSA writes one; found from its ADD."""
+    if steps.op(i) != "ADD" or steps.planned[i].node.result_type.dtype != I32:
+        return None
+    shape = steps.shape(i)
+    inner = None
+    for name in ("input2", "input1"):
+        arg = steps.arg(i, name)
+        j = steps.made_by.get(arg.index) if isinstance(arg, Slot) else None
+        if j is not None and len(steps.users(j)) == 1 and _single_rescale(steps, j, I32) is not None:
+            inner, y = (j, name), steps.other(i, name)
+            break
+    after = steps.then(i, "RESCALE", ("input",))
+    outer = after and _single_rescale(steps, after[0], None)
+    if inner is None or not outer or not isinstance(y, Slot) or steps.made_shape(y) != shape:
+        return None
+    x = steps.arg(inner[0], "input")
+    first = _single_rescale(steps, inner[0], I32)
+    if not isinstance(x, Slot) or steps.made_shape(x) != shape \
+            or int(np.asarray(outer["input_zp"]).reshape(-1)[0]) != 0:
+        return None
+    scale_in, scale_out = (_rescaling(r["multiplier"], r["shift"], r["per_channel"], False,
+                                      np.asarray(r["output_zp"]), False) for r in (first, outer))
+    x_zp = int(np.asarray(first["input_zp"]).reshape(-1)[0])
+    channels, width = shape[-1], shape[-2] if len(shape) > 1 else 1
+    tiled: list[tuple[np.ndarray, ...]] = []
+
+    def residual(y_value: np.ndarray, x_value: np.ndarray) -> np.ndarray:
+        if not tiled:  # each per-column vector along a whole row of W * C (kernels.along_rows)
+            vectors = (np.full(channels, -x_zp, np.int64), *scale_in.factors(channels),
+                       *scale_out.factors(channels))
+            tiled.append(tuple(np.tile(v, width) for v in vectors))
+        offset, m, s, out_m, out_s = tiled[0]
+        out = np.empty(shape, scale_out.out_dtype)
+        rows = (-1, width * channels)
+        residual_rows(np.ascontiguousarray(y_value).reshape(rows),
+                      np.ascontiguousarray(x_value).reshape(rows), offset, m, s, scale_in.output_zp,
+                      scale_in.low, scale_in.high, out_m, out_s, scale_out.output_zp, scale_out.low,
+                      scale_out.high, out.reshape(rows))
+        return out
+    y_name, x_name = ("input2", "input1") if inner[1] == "input1" else ("input1", "input2")
+    members = sorted((inner[0], i, after[0]))
+
+    def run(**operands: np.ndarray) -> np.ndarray:
+        return residual(operands[y_name], operands[x_name])
+    tail = tuple((steps.planned[j].node, steps.planned[j].opdef, steps.planned[j].args)
+                 for j in members if j != i)
+    step = Planned(steps.planned[i].node, FastOpDef("RESIDUAL_ADD", run, None), {y_name: y, x_name: x}, tail)
+    return Found(tuple(members), step)
+
+
+PATTERNS = (_layer_norm, _gelu, _residual)
 """Each pattern's matcher: (steps, the index of its first step's candidate) -> Found or None."""
 
 

@@ -1,4 +1,4 @@
-"""The fast executor's row-wise fusions (pyvgf/fast/rows.py): layer normalization and GELU, as
+"""The fast executor's row-wise fusions (pyvgf/fast/patterns.py): layer normalization and GELU, as
 the TOSA ops a framework lowers them to, run as one step each, with the reference's results
 (within pyvgf.testing's tolerance); where a pattern does not hold, its ops run one by one."""
 
@@ -11,9 +11,10 @@ from hypothesis import strategies as st
 
 from pyvgf import fast
 from pyvgf.build import Graph
-from pyvgf.fast import background, rows
+from pyvgf.fast import background, patterns
 from pyvgf.fast.plan import FastPlan
 from pyvgf.testing import GraphCase, assert_backends_agree
+from pyvgf.testing.case import Domain
 from support.spirv import vgf_graph
 
 pytestmark = pytest.mark.fast
@@ -143,20 +144,22 @@ def test_a_norm_along_another_axis_runs_op_by_op(tmp_path):
     _agree(case)
 
 
-@pytest.mark.parametrize("pattern", ["layer_norm", "gelu"])
+@pytest.mark.parametrize("pattern", ["layer_norm", "gelu", "residual"])
 def test_a_pattern_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pattern, tmp_path, monkeypatch):
     """While the compiler process makes its loop (background.py), the fused step runs the
     reference operators it stands for, in turn."""
     case = GraphCase(Graph(), description=pattern)
-    case.graph.output(_layer_norm(case, (4, 32), True) if pattern == "layer_norm"
-                      else _gelu(case, (1, 4, 32), True))
+    make = {"layer_norm": lambda: _layer_norm(case, (4, 32), True),
+            "gelu": lambda: _gelu(case, (1, 4, 32), True),
+            "residual": lambda: _residual(case, (1, 4, 5, 8), per_channel=True)}
+    case.graph.output(make[pattern]())
     inputs = case.random_inputs(3)
     plan = _plan(case, tmp_path)
     compiled = plan.run(inputs)[0]
 
     def not_yet(*args: object) -> None:
         raise background.NotCompiled(f"{pattern}_rows")
-    monkeypatch.setattr(rows, f"{pattern}_rows", not_yet)
+    monkeypatch.setattr(patterns, f"{pattern}_rows", not_yet)
     monkeypatch.setattr(fast, "_background", True)  # (the tests' conftest turns it off)
     interim = _plan(case, tmp_path)
     meanwhile = interim.run(inputs)[0]
@@ -164,3 +167,56 @@ def test_a_pattern_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pattern
     reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
     np.testing.assert_array_equal(meanwhile, reference)
     np.testing.assert_allclose(compiled, reference, rtol=1e-5, atol=1e-6)
+    assert len(np.unique(reference)) > 1
+
+
+I8, I32 = np.dtype(np.int8), np.dtype(np.int32)
+
+
+def _rescale(g: Graph, x, to: np.dtype, shape, shift: int, *, channels: int | None = None,
+             input_zp: int = 0, output_zp: int = 0, rounding: str = "SINGLE_ROUND"):
+    """RESCALE by about 2**(30 - shift): multipliers in [2**30, 2**31), shifts shift..shift+1."""
+    rng = np.random.default_rng(shift)
+    count = channels or 1
+    return g.op("RESCALE", input=x, multiplier=rng.integers(1 << 30, 1 << 31, count).astype(np.int32),
+                shift=rng.integers(shift, shift + 2, count).astype(np.int8),
+                input_zp=np.array([input_zp], x.dtype), output_zp=np.array([output_zp], to),
+                scale32=True, rounding_mode=rounding, per_channel=channels is not None,
+                input_unsigned=False, output_unsigned=False, result=(to, shape))
+
+
+WITHIN_INT8 = Domain(-2**16, 2**16)
+"""y's values that the residual's last RESCALE maps onto most of int8."""
+
+
+def _residual(case: GraphCase, shape, *, per_channel: bool, rounding: str = "SINGLE_ROUND",
+              y: Domain = WITHIN_INT8):
+    """RESCALE(x) to int32 (x * 2**4, less its zero point -5), ADD to y, RESCALE to int8 (by
+    2**-9, so that y's +-2**16 reach most of int8): a quantized residual ADD."""
+    g = case.graph
+    x, y_value = case.input(I8, shape), case.input(I32, shape, y)
+    channels = shape[-1] if per_channel else None
+    inner = _rescale(g, x, I32, shape, 26, channels=channels, input_zp=-5)
+    total = g.op("ADD", input1=y_value, input2=inner, result=(I32, shape))
+    return _rescale(g, total, I8, shape, 39, channels=channels, output_zp=3, rounding=rounding)
+
+
+@pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
+@pytest.mark.parametrize("y", [WITHIN_INT8, Domain(2**31 - 2**11, 2**31 - 1)],
+                         ids=["within-int8", "sums-wrapping-int32"])
+def test_a_quantized_residual_add_runs_as_one_step_bit_exact(per_channel, y, tmp_path):
+    """The sum wraps as ADD wraps it: near int32's top, y + x * 2**4 wraps to its bottom and
+    the result saturates low, where the unwrapped sum would saturate high."""
+    case = GraphCase(Graph(), description="residual add")
+    case.graph.output(_residual(case, (1, 6, 5, 12), per_channel=per_channel, y=y))
+    assert _fused(case, tmp_path) == [("ADD", "RESCALE", "RESCALE")]
+    results = assert_backends_agree(case.to_vgf(), case.random_inputs(7), backends=("reference", "cpu"))
+    values = np.unique(results[0])
+    assert len(values) > (100 if y.high < 2**20 else 1)  # neither saturated nor constant
+
+
+def test_a_residual_add_rounding_twice_runs_op_by_op(tmp_path):
+    case = GraphCase(Graph(), description="residual add, double rounding")
+    case.graph.output(_residual(case, (1, 4, 4, 8), per_channel=False, rounding="DOUBLE_ROUND"))
+    assert _fused(case, tmp_path) == []
+    _agree(case)
