@@ -39,7 +39,7 @@ from ..tosa.interpreter import (
     takes,
 )
 from ..types import TensorType
-from . import activation, background, background_compile, conv, rescale, tensor  # noqa: F401  (each registers its fast ops)
+from . import activation, background, background_compile, conv, pool, rescale, tensor  # noqa: F401  (each registers its fast ops)
 from .kernels import Rescale
 from .registry import FastOpDef, fast_ops
 from .threads import blas_threads, run_threads
