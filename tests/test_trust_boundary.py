@@ -556,6 +556,34 @@ def test_a_workgroup_size_over_the_device_limits_is_refused():
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+def test_a_compute_pipeline_reads_the_module_decoded_at_load(backend, monkeypatch):
+    """The check at load decodes the compute module, and its pipeline reads the workgroup size
+    from that: nothing decodes the module's code again (the HAL decodes only what it is not
+    given)."""
+    import pyvgf.spirv
+    from pyvgf.runtime.check import check
+    from pyvgf.runtime.model import Model
+    from pyvgf.spirv import Module
+
+    if backend == "vulkan":
+        from support.vulkan import require_vulkan
+
+        require_vulkan()
+    vgf, index = _compute_segments_vgf()
+    (segment,) = [n for n, s in enumerate(vgf.sequence.segments) if s.module_index == index]
+    plans = check(vgf)
+    assert isinstance(plans[segment], Module)
+    code = vgf.modules[index].code
+    again = []
+    real = pyvgf.spirv.decode
+    monkeypatch.setattr(pyvgf.spirv, "decode", lambda words: again.append(np.array_equal(words, code)) or real(words))
+    shaders = {vgf.modules[index].name: lambda resources, workgroups: None} if backend == "cpu" else None
+    with Model(vgf, hal.request_adapter(backend).request_device(shaders=shaders), plans):
+        pass
+    assert not any(again)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 def test_a_member_decoration_of_no_member_is_refused_at_load(backend, monkeypatch):
     """lavapipe aborted on OpMemberDecorate of member 4278190080 of a one-member struct (fuzz
     case load-vulkan-0-46061)."""

@@ -7,10 +7,11 @@ segment's SPIR-V module and plans its graph (`spirv.decode_graph`: ids, types, o
 and kinds as TOSA.001000.1's grammar says, entry point and interface; `GraphPlan`: each op's
 shape and type rules, constant folding), checks the graph's interface against the segment's
 bindings and the model resource table and each graph constant against the constant bound to it,
-and decodes each compute module's SPIR-V (structure, ids, operands, declarations). `pyvgf.load`
-runs it for every source (path, bytes or VGF object) and backend before it requests an adapter;
-the schedule and the backends then trust it. What it raises names the segment and module, and
-the SPIR-V word or TOSA node at fault.
+and decodes each compute module's SPIR-V (structure, ids, operands, declarations; its pipeline
+reads the workgroup size from what was decoded here). `pyvgf.load` runs it for every source
+(path, bytes or VGF object) and backend before it requests an adapter; the schedule and the
+backends then trust it. What it raises names the segment and module, and the SPIR-V word or
+TOSA node at fault.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from ..format.model import (
 )
 from ..format.validate import validate
 from ..limits import MAX_RANK, memory_budget
-from ..spirv import decode, decode_graph, local_size
+from ..spirv import Module, decode, decode_graph, local_size
 from ..spirv.binary import enum_value
 from ..spirv.declarations import BINDING, DESCRIPTOR_SET, Declarations, Pointer, is_tensor
 from ..tosa.interpreter import GraphPlan
@@ -44,12 +45,18 @@ from ..types import TensorType, vulkan_shape
 SEQUENCE = "model sequence table"
 
 
-def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, GraphPlan]:
-    """Check `vgf` whole; returns the plan of each graph segment, made by `make_plan` (see
-    `pyvgf.hal.graphs.planner`), by segment index."""
+Checked = GraphPlan | Module
+"""What `check` made of a segment's module: a graph segment's plan, a compute segment's decoded
+SPIR-V."""
+
+
+def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, Checked]:
+    """Check `vgf` whole; returns, by segment index, the plan of each graph segment, made by
+    `make_plan` (see `pyvgf.hal.graphs.planner`), and the decoded SPIR-V of each compute
+    segment that has SPIR-V (`Device.create_compute_pipeline` reads it)."""
     validate(vgf)
     _budget(vgf)
-    plans = {}
+    plans: dict[int, Checked] = {}
     for n, seg in enumerate(vgf.sequence.segments):
         module = vgf.modules[seg.module_index]
         where = f"segment {n} ({seg.name!r}), module {seg.module_index} ({module.name!r})"
@@ -63,7 +70,7 @@ def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, GraphPlan]:
             if seg.type == ModuleType.GRAPH:
                 plans[n] = _graph(vgf, seg, module.code, module.entry_point, make_plan)
             else:
-                _compute(vgf, seg, module.code, module.entry_point)
+                plans[n] = _compute(vgf, seg, module.code, module.entry_point)
         except VGFError as exc:
             raise _located(exc, where, module.code) from None
     return plans
@@ -146,8 +153,8 @@ _STORAGE_CLASSES = {enum_value("StorageClass", name): name
 """The storage classes of a shader's resource variables, by value."""
 
 
-def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None:
-    """Decode a compute module and check its resource interface against the
+def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> Module:
+    """Decode a compute module (returned) and check its resource interface against the
     segment's pipeline layout, as Vulkan requires of every resource variable a shader declares
     (`spirv.declarations`): a descriptor at its set and binding, of its kind (a tensor variable
     a TENSOR_ARM resource, a storage buffer a STORAGE_BUFFER one), and a push constant range
@@ -188,6 +195,7 @@ def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None
             raise VGFFormatError(f"the shader's resource %{var} at set {key[0]} binding {key[1]} is a "
                                  f"{want.name}, but resource {mrt} bound there is {_descriptor_name(got)}",
                                  section=SEQUENCE)
+    return module
 
 
 def _descriptor_name(value: int) -> str:
