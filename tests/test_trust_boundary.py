@@ -467,6 +467,64 @@ def test_a_compute_shader_must_match_its_segments_layout(make, match, backend, m
     assert "segment 1 ('compute_segment_0')" in str(info.value)
 
 
+def _resource_shader(kind: str) -> np.ndarray:
+    """A compute shader (SPIR-V 1.3, assembled word by word) declaring one resource at set 0
+    binding 0: a tensor variable ("shaped": tensor<4xf32>; "unshaped": of no rank or shape), or
+    a storage buffer whose struct holds a PhysicalStorageBuffer pointer to itself, declared
+    ahead by OpTypeForwardPointer ("forward pointer", as GLSL's buffer_reference makes)."""
+    (void, fn, f32, uint, c1, c4, array, shape, tensor, struct, fwd, pointer, var, main,
+     label) = range(1, 16)
+
+    def op(code: int, *operands: int) -> list[int]:
+        return [code | (len(operands) + 1) << 16, *operands]
+
+    physical = kind == "forward pointer"
+    words = [0x07230203, 0x00010300, 0, 16, 0]
+    words += op(17, 1) + op(17, 0x14E3 if physical else 0x104E)  # Shader, the resource's capability
+    words += op(14, 0x14E4 if physical else 0, 1)  # OpMemoryModel (PhysicalStorageBuffer64 or Logical) GLSL450
+    words += op(15, 5, main, int.from_bytes(b"main", "little"), 0)  # OpEntryPoint GLCompute
+    words += op(16, main, 17, 1, 1, 1)  # OpExecutionMode LocalSize 1 1 1
+    words += op(71, var, 34, 0) + op(71, var, 33, 0)  # DescriptorSet 0, Binding 0
+    words += op(19, void) + op(33, fn, void) + op(22, f32, 32) + op(21, uint, 32, 0)
+    if physical:
+        words += op(39, fwd, 0x14E5)  # OpTypeForwardPointer PhysicalStorageBuffer
+        words += op(30, struct, f32, fwd) + op(32, fwd, 0x14E5, struct)
+        words += op(32, pointer, 12, struct) + op(59, pointer, var, 12)  # StorageBuffer
+    else:
+        words += op(43, uint, c1, 1) + op(43, uint, c4, 4) + op(28, array, uint, c1)
+        words += op(44, array, shape, c4)  # OpConstantComposite [4]
+        words += op(4163, tensor, f32, c1, shape) if kind == "shaped" else op(4163, tensor, f32)
+        words += op(32, pointer, 0, tensor) + op(59, pointer, var, 0)  # UniformConstant
+    words += op(54, void, main, 0, fn) + op(248, label) + op(253) + op(56)
+    return np.array(words, np.uint32)
+
+
+def _with_shader(kind: str):
+    """The compute segments model with its shader replaced by _resource_shader(kind), which
+    sees the storage buffer bound at set 0 binding 0."""
+    vgf, index = _compute_segments_vgf()
+    vgf.modules[index].code = _resource_shader(kind)
+    return vgf
+
+
+@pytest.mark.parametrize("kind", ["shaped", "unshaped"])
+def test_a_compute_shaders_tensor_must_be_bound_to_a_tensor(kind):
+    from pyvgf.runtime.check import check
+
+    with pytest.raises(VGFFormatError, match=r"resource %13 at set 0 binding 0 is a TENSOR_ARM, but resource "
+                                             r"\d+ bound there is a STORAGE_BUFFER"):
+        check(_with_shader(kind))
+
+
+def test_a_compute_shader_may_declare_a_pointer_ahead():
+    """OpTypeForwardPointer: a struct may hold the pointer before its OpTypePointer."""
+    from pyvgf.runtime.check import check
+
+    vgf = _with_shader("forward pointer")
+    (index,) = [n for n, s in enumerate(vgf.sequence.segments) if s.type.name == "COMPUTE"]
+    assert check(vgf).keys() >= {index - 1, index + 1}  # both graphs planned, the shader passed
+
+
 def _local_size(x: int, y: int, z: int) -> bytes:
     vgf, index = _compute_segments_vgf()
     code = vgf.modules[index].code.copy()
@@ -495,6 +553,34 @@ def test_a_workgroup_size_over_the_device_limits_is_refused():
     data = _local_size(1, limit[1] + 1, 1)
     with pytest.raises(HalError, match=r"workgroup size \(1, \d+, 1\) is outside the device's limits"):
         pyvgf.load(data, backend="vulkan")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_compute_pipeline_reads_the_module_decoded_at_load(backend, monkeypatch):
+    """The check at load decodes the compute module, and its pipeline reads the workgroup size
+    from that: nothing decodes the module's code again (the HAL decodes only what it is not
+    given)."""
+    import pyvgf.spirv
+    from pyvgf.runtime.check import check
+    from pyvgf.runtime.model import Model
+    from pyvgf.spirv import Module
+
+    if backend == "vulkan":
+        from support.vulkan import require_vulkan
+
+        require_vulkan()
+    vgf, index = _compute_segments_vgf()
+    (segment,) = [n for n, s in enumerate(vgf.sequence.segments) if s.module_index == index]
+    plans = check(vgf)
+    assert isinstance(plans[segment], Module)
+    code = vgf.modules[index].code
+    again = []
+    real = pyvgf.spirv.decode
+    monkeypatch.setattr(pyvgf.spirv, "decode", lambda words: again.append(np.array_equal(words, code)) or real(words))
+    shaders = {vgf.modules[index].name: lambda resources, workgroups: None} if backend == "cpu" else None
+    with Model(vgf, hal.request_adapter(backend).request_device(shaders=shaders), plans):
+        pass
+    assert not any(again)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -539,3 +539,102 @@ def residual_rows(y: np.ndarray, x: np.ndarray, offset: np.ndarray, multiplier: 
             a = _rescaled(np.int64(x[i, c]) + offset[c], multiplier[c], shift[c], zp, low, high)
             total = np.int64(np.int32(np.int64(y[i, c]) + a))
             out[i, c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low, out_high)
+
+
+@_inlined
+def _pool_span(size: int, start: int, kernel: int) -> tuple[int, int]:
+    """The indices start..start + kernel - 1 along an axis of `size` that land inside it."""
+    return max(start, 0), min(start + kernel, size)
+
+
+@_inlined
+def _window_sum(x: np.ndarray, b: int, rows: tuple[int, int], cols: tuple[int, int],
+                acc: np.ndarray) -> None:
+    """acc = the sum, from zero and in (y, x) order, of x[b]'s pixels in the given spans."""
+    acc[:] = 0
+    for iy in range(rows[0], rows[1]):
+        for ix in range(cols[0], cols[1]):
+            pixel = x[b, iy, ix]
+            for c in range(acc.shape[0]):
+                acc[c] += pixel[c]
+
+
+def _avg_pool_float_rows(x: np.ndarray, kernel_y: int, kernel_x: int, pad_top: int,
+                         pad_left: int, stride_y: int, stride_x: int, out: np.ndarray) -> None:
+    """AVG_POOL2D of fp32 x [N, H, W, C] into out [N, OH, OW, C]: each window's sum in fp32,
+    from zero in (ky, kx) order over the taps inside x (a padding tap adds +0, which changes
+    no sum that starts from +0), divided in fp32 by the count of those taps."""
+    n, rows, width, channels = out.shape
+    for j in prange(n * rows):
+        b, r = j // rows, j % rows
+        span_y = _pool_span(x.shape[1], r * stride_y - pad_top, kernel_y)
+        acc = np.empty(channels, np.float32)
+        for ox in range(width):
+            span_x = _pool_span(x.shape[2], ox * stride_x - pad_left, kernel_x)
+            _window_sum(x, b, span_y, span_x, acc)
+            count = np.float32((span_y[1] - span_y[0]) * (span_x[1] - span_x[0]))
+            o = out[b, r, ox]
+            for c in range(channels):
+                o[c] = acc[c] / count
+
+
+avg_pool_float_rows = _RowLoop(_avg_pool_float_rows)
+
+
+def _avg_pool_int_rows(x: np.ndarray, zero_point: int, kernel_y: int, kernel_x: int,
+                       pad_top: int, pad_left: int, stride_y: int, stride_x: int,
+                       out: np.ndarray, output_zp: int, low: int, high: int) -> None:
+    """AVG_POOL2D of integer x [N, H, W, C] into out [N, OH, OW, C], in int64: each window's
+    sum of x - zero_point over the taps inside x (padding adds 0), then the specification's
+    reciprocal_scale of their count and apply_scale_32 (sum * multiplier + 2**(shift-1),
+    shifted right by shift), plus output_zp, clamped to [low, high]."""
+    n, rows, width, channels = out.shape
+    for j in prange(n * rows):
+        b, r = j // rows, j % rows
+        span_y = _pool_span(x.shape[1], r * stride_y - pad_top, kernel_y)
+        acc = np.empty(channels, np.int64)
+        for ox in range(width):
+            span_x = _pool_span(x.shape[2], ox * stride_x - pad_left, kernel_x)
+            _window_sum(x, b, span_y, span_x, acc)
+            count = (span_y[1] - span_y[0]) * (span_x[1] - span_x[0])
+            bits, rest = 0, count - 1  # the bit length of count - 1
+            while rest > 0:
+                bits += 1
+                rest >>= 1
+            multiplier = (((1 << 30) + 1) << bits) // count
+            shift = 30 + bits
+            offset = count * zero_point
+            rounding = np.int64(1) << (shift - 1)
+            o = out[b, r, ox]
+            for c in range(channels):
+                v = (((acc[c] - offset) * multiplier + rounding) >> shift) + output_zp
+                o[c] = min(max(v, low), high)
+
+
+avg_pool_int_rows = _RowLoop(_avg_pool_int_rows)
+
+
+def _max_pool_rows(x: np.ndarray, kernel_y: int, kernel_x: int, pad_top: int, pad_left: int,
+                   stride_y: int, stride_x: int, out: np.ndarray, nan_ignore: bool) -> None:
+    """MAX_POOL2D of x [N, H, W, C] (fp32 or integers) into out [N, OH, OW, C]: each window's
+    maximum over the taps inside x (every window has one: padding is smaller than the
+    kernel) in (ky, kx) order, as numpy's maximum (NaN wins) or, with `nan_ignore`, fmax (NaN
+    loses unless all are NaN) gives it: of equal values the later tap (+0 or -0), and padding
+    of -inf or NaN, which neither picks over a real tap, may as well be skipped."""
+    n, rows, width, channels = out.shape
+    for j in prange(n * rows):
+        b, r = j // rows, j % rows
+        y0, y1 = _pool_span(x.shape[1], r * stride_y - pad_top, kernel_y)
+        for ox in range(width):
+            x0, x1 = _pool_span(x.shape[2], ox * stride_x - pad_left, kernel_x)
+            o = out[b, r, ox]
+            o[:] = x[b, y0, x0]
+            for iy in range(y0, y1):
+                for ix in range(x0, x1):
+                    pixel = x[b, iy, ix]
+                    for c in range(channels):
+                        v, m = pixel[c], o[c]
+                        o[c] = v if v >= m or (m != m if nan_ignore else v != v) else m
+
+
+max_pool_rows = _RowLoop(_max_pool_rows)

@@ -51,6 +51,7 @@ from . import (  # noqa: F401  (each registers its fast ops)
     conv,
     elementwise,
     patterns,
+    pool,
     rescale,
     tensor,
 )

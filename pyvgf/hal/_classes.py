@@ -33,7 +33,7 @@ from ..format.model import Format, numpy_dtype
 from ..types import TensorType, vulkan_shape
 
 if TYPE_CHECKING:
-    from ..spirv import GraphInterface
+    from ..spirv import GraphInterface, Module
 
 # --------------------------------------------------------------------------------------------
 # Enumerations and flags (values are Vulkan's)
@@ -692,9 +692,10 @@ class Device(HalObject):
         return self._create_data_graph_session(pipeline, label)
 
     def create_compute_pipeline(self, module: ShaderModule, entry_point: str, layout: PipelineLayout,
-                                label: str = "") -> ComputePipeline:
+                                label: str = "", decoded: Module | None = None) -> ComputePipeline:
         """vkCreateComputePipelines; a SPIR-V module's workgroup size (LocalSize) within the
-        device's limits."""
+        device's limits, read from `decoded`, the module's SPIR-V as pyvgf.load decoded it at
+        load (`pyvgf.spirv.decode`), or where not given decoded here."""
         self._check()
         for obj in (module, layout):
             obj._check()
@@ -702,7 +703,7 @@ class Device(HalObject):
         if module.language == "spirv" and not isinstance(module.code, str):
             from ..spirv import decode, local_size
 
-            size = local_size(decode(module.code), entry_point or None)
+            size = local_size(decode(module.code) if decoded is None else decoded, entry_point or None)
             limit, most = self.limits.max_compute_work_group_size, self.limits.max_compute_work_group_invocations
             if size is not None and (any(not 1 <= n <= m for n, m in zip(size, limit)) or math.prod(size) > most):
                 raise HalError(f"{module.name!r}: workgroup size {size} is outside the device's limits "

@@ -7,10 +7,11 @@ segment's SPIR-V module and plans its graph (`spirv.decode_graph`: ids, types, o
 and kinds as TOSA.001000.1's grammar says, entry point and interface; `GraphPlan`: each op's
 shape and type rules, constant folding), checks the graph's interface against the segment's
 bindings and the model resource table and each graph constant against the constant bound to it,
-and decodes each compute module's SPIR-V (structure, ids, operands). `pyvgf.load` runs it for
-every source (path, bytes or VGF object) and backend before it requests an adapter; the
-schedule and the backends then trust it. What it raises names the segment and module, and the
-SPIR-V word or TOSA node at fault.
+and decodes each compute module's SPIR-V (structure, ids, operands, declarations; its pipeline
+reads the workgroup size from what was decoded here). `pyvgf.load` runs it for every source
+(path, bytes or VGF object) and backend before it requests an adapter; the schedule and the
+backends then trust it. What it raises names the segment and module, and the SPIR-V word or
+TOSA node at fault.
 """
 
 from __future__ import annotations
@@ -35,21 +36,27 @@ from ..format.model import (
 )
 from ..format.validate import validate
 from ..limits import MAX_RANK, memory_budget
-from ..spirv import decode, decode_graph, local_size
+from ..spirv import Module, decode, decode_graph, local_size
 from ..spirv.binary import enum_value
-from ..spirv.declarations import BINDING, DESCRIPTOR_SET
+from ..spirv.declarations import BINDING, DESCRIPTOR_SET, Declarations, Pointer, is_tensor
 from ..tosa.interpreter import GraphPlan
 from ..types import TensorType, vulkan_shape
 
 SEQUENCE = "model sequence table"
 
 
-def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, GraphPlan]:
-    """Check `vgf` whole; returns the plan of each graph segment, made by `make_plan` (see
-    `pyvgf.hal.graphs.planner`), by segment index."""
+Checked = GraphPlan | Module
+"""What `check` made of a segment's module: a graph segment's plan, a compute segment's decoded
+SPIR-V."""
+
+
+def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, Checked]:
+    """Check `vgf` whole; returns, by segment index, the plan of each graph segment, made by
+    `make_plan` (see `pyvgf.hal.graphs.planner`), and the decoded SPIR-V of each compute
+    segment that has SPIR-V (`Device.create_compute_pipeline` reads it)."""
     validate(vgf)
     _budget(vgf)
-    plans = {}
+    plans: dict[int, Checked] = {}
     for n, seg in enumerate(vgf.sequence.segments):
         module = vgf.modules[seg.module_index]
         where = f"segment {n} ({seg.name!r}), module {seg.module_index} ({module.name!r})"
@@ -63,7 +70,7 @@ def check(vgf: VGF, make_plan: Callable = GraphPlan) -> dict[int, GraphPlan]:
             if seg.type == ModuleType.GRAPH:
                 plans[n] = _graph(vgf, seg, module.code, module.entry_point, make_plan)
             else:
-                _compute(vgf, seg, module.code, module.entry_point)
+                plans[n] = _compute(vgf, seg, module.code, module.entry_point)
         except VGFError as exc:
             raise _located(exc, where, module.code) from None
     return plans
@@ -146,50 +153,40 @@ _STORAGE_CLASSES = {enum_value("StorageClass", name): name
 """The storage classes of a shader's resource variables, by value."""
 
 
-def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None:
-    """Decode a compute module and check its resource interface against the segment's pipeline
-    layout, as Vulkan requires of every resource variable a shader declares: a descriptor at its
-    set and binding, of its kind (a tensor variable a TENSOR_ARM resource, a storage buffer a
-    STORAGE_BUFFER one), and a push constant range for a push constant block; and its workgroup
-    size (LocalSize) at least 1 in each dimension. A driver given a shader that breaks this may
-    crash (lavapipe does); the device's limits on the workgroup size are the HAL's to check."""
+def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> Module:
+    """Decode a compute module (returned) and check its resource interface against the
+    segment's pipeline layout, as Vulkan requires of every resource variable a shader declares
+    (`spirv.declarations`): a descriptor at its set and binding, of its kind (a tensor variable
+    a TENSOR_ARM resource, a storage buffer a STORAGE_BUFFER one), and a push constant range
+    for a push constant block; and its workgroup size (LocalSize) at least 1 in each dimension.
+    A driver given a shader that breaks this may crash (lavapipe does); the device's limits on
+    the workgroup size are the HAL's to check."""
     module = decode(code)
     size = local_size(module, entry_point or None)
     if size is not None and min(size) < 1:
         raise SpirvError(f"the entry point's workgroup size (LocalSize) {size} has a dimension below 1")
-    type_ops: dict[int, str] = {}
-    pointees: dict[int, int] = {}
-    variables: dict[int, tuple[int, int]] = {}
-    decorations: dict[int, dict[int, int]] = {}
-    for inst in module.instructions:
-        values = [op.value for op in inst.operands]
-        if inst.opname == "OpDecorate" and len(values) == 3 and values[1] in (BINDING, DESCRIPTOR_SET):
-            decorations.setdefault(values[0], {})[values[1]] = values[2]
-        elif inst.opname.startswith("OpType") and inst.result:
-            type_ops[inst.result] = inst.opname
-            if inst.opname == "OpTypePointer":
-                pointees[inst.result] = values[1]
-        elif inst.opname == "OpVariable" and values[0] in _STORAGE_CLASSES:
-            variables[inst.result] = (values[0], inst.result_type)
+    declared = Declarations(module, code.nbytes)
     bound = _bound(seg)
-    for var, (storage, pointer) in variables.items():
-        if _STORAGE_CLASSES[storage] == "PushConstant":
+    for var, (pointer, inst) in declared.variables.items():
+        storage = _STORAGE_CLASSES.get(inst.num(0))
+        if storage is None:
+            continue
+        if storage == "PushConstant":
             if not seg.push_constant_ranges:
                 raise VGFFormatError(f"the shader declares a push constant block (%{var}), but the segment has no "
                                      "push constant range", section=SEQUENCE)
             continue
-        where = decorations.get(var, {})
+        where = declared.decorations.get(var, {})
         if DESCRIPTOR_SET not in where or BINDING not in where:
-            raise SpirvError(f"resource variable %{var} ({_STORAGE_CLASSES[storage]}) has no DescriptorSet and "
-                             "Binding decorations")
+            raise SpirvError(f"resource variable %{var} ({storage}) has no DescriptorSet and Binding decorations")
         key = (where[DESCRIPTOR_SET], where[BINDING])
         mrt = bound.get(key)
         if mrt is None:
             raise VGFFormatError(f"the shader declares resource %{var} at set {key[0]} binding {key[1]}, which the "
                                  "segment does not bind", section=SEQUENCE)
-        if type_ops.get(pointees.get(pointer, 0)) == "OpTypeTensorARM":
+        if isinstance(pointer, Pointer) and is_tensor(pointer.pointee):
             want = DescriptorType.TENSOR_ARM
-        elif _STORAGE_CLASSES[storage] == "StorageBuffer":
+        elif storage == "StorageBuffer":
             want = DescriptorType.STORAGE_BUFFER
         else:
             continue  # images, samplers, uniform buffers: the layout's type is the driver's to check
@@ -198,6 +195,7 @@ def _compute(vgf: VGF, seg: Segment, code: np.ndarray, entry_point: str) -> None
             raise VGFFormatError(f"the shader's resource %{var} at set {key[0]} binding {key[1]} is a "
                                  f"{want.name}, but resource {mrt} bound there is {_descriptor_name(got)}",
                                  section=SEQUENCE)
+    return module
 
 
 def _descriptor_name(value: int) -> str:

@@ -25,8 +25,7 @@ from ..errors import HalError, ModelInputError, VGFFormatError
 from ..format.model import VGF, BindingSlot, Format, numpy_dtype
 from ..hal.cpu import executor as cpu_executor
 from ..hal.graphs import planner
-from ..tosa.interpreter import GraphPlan
-from .check import check
+from .check import Checked, check
 from .schedule import Execution, Schedule
 
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ Inputs = Sequence[np.ndarray] | Mapping[str, np.ndarray] | np.ndarray
 class Model:
     """A loaded VGF model. Create with `pyvgf.load()`; run with `run()`."""
 
-    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan] | None = None):
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, Checked] | None = None):
         self.vgf = vgf
         self.device = device
         self.backend = device.adapter.info.backend

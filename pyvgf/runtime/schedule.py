@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -35,8 +36,10 @@ from ..format.model import (
     Resource,
     Segment,
 )
-from ..tosa.interpreter import GraphPlan
 from ..types import vulkan_shape
+
+if TYPE_CHECKING:
+    from .check import Checked
 
 _LANGUAGES = {CodeType.SPIRV: "spirv", CodeType.GLSL: "glsl", CodeType.HLSL: "hlsl"}
 _BUFFER_TYPES = {DescriptorType.STORAGE_BUFFER: hal.DescriptorType.STORAGE_BUFFER,
@@ -166,7 +169,7 @@ class Schedule:
     the device (its limits, memory types).
     """
 
-    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, GraphPlan] | None = None, *,
+    def __init__(self, vgf: VGF, device: hal.Device, plans: dict[int, Checked] | None = None, *,
                  substitutes: Mapping[str, hal.ShaderModule] | None = None):
         from .check import check
 
@@ -213,7 +216,7 @@ class Schedule:
     def _graph_limits(self, n: int, seg: Segment) -> None:
         """Every tensor of segment `n`'s graph (results, constants) within the device's limits."""
         plan = self.plans.get(n)
-        if plan is None:
+        if seg.type != ModuleType.GRAPH or plan is None:
             return
         limits = self.device.limits
         graph = plan.graph
@@ -275,8 +278,10 @@ class Schedule:
                 module, self.vgf.modules[seg.module_index].entry_point, layout, resources,
                 self._constants(seg), label=seg.name, plan=self.plans.get(n))
         else:
-            pipeline = self.device.create_compute_pipeline(
-                module, self.vgf.modules[seg.module_index].entry_point, layout, label=seg.name)
+            source = self.vgf.modules[seg.module_index]
+            decoded = None if source.name in self.substitutes else self.plans.get(n)  # at load
+            pipeline = self.device.create_compute_pipeline(module, source.entry_point, layout,
+                                                           label=seg.name, decoded=decoded)
         return _SegmentPlan(seg, pipeline, layout, sets)
 
     def _constants(self, seg: Segment) -> list[hal.GraphConstant]:

@@ -174,8 +174,8 @@ class ScenarioRun:
 
     @staticmethod
     def _checked_vgf(graph: GraphResource, make_plan: Callable) -> tuple[VGF, dict]:
-        """The VGF of a graph resource, checked whole (`runtime.check`), and its graph plans
-        (made by `make_plan`, the device's planner)."""
+        """The VGF of a graph resource, checked whole (`runtime.check`), and what the check made
+        of its segments (graph plans made by `make_plan`, the device's planner)."""
         from ..format import read
 
         where = f"{graph.path}.src"

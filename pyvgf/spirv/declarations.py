@@ -61,6 +61,9 @@ class Opaque:
 
 Type = np.dtype | Array | Pointer | GraphType | Struct | TensorType | Opaque
 
+UNSHAPED_TENSOR = Opaque("tensor type without a shape")
+"""An OpTypeTensorARM without a shape (a compute shader's tensor variables may have one)."""
+
 
 class Bits(NamedTuple):
     """A scalar constant kept as its bits until used alone (most only feed composites)."""
@@ -86,6 +89,11 @@ class GraphConstantDecl:
 def same(a: object, b: object) -> bool:
     """Type equality that never lets numpy coerce a TensorType (it has .dtype) into a dtype."""
     return type(a) is type(b) and a == b
+
+
+def is_tensor(t: object) -> bool:
+    """Whether `t` is an OpTypeTensorARM, with a shape or without."""
+    return isinstance(t, TensorType) or same(t, UNSHAPED_TENSOR)
 
 
 def describe(t: object) -> str:
@@ -224,13 +232,17 @@ class Declarations:
         members = (self.type(inst.num(i), inst, "member") for i in range(len(inst.operands)))
         self.types[inst.result] = Struct(tuple(members))
 
+    def _forward_pointer(self, inst: Instruction) -> None:
+        """A pointer type declared ahead of its OpTypePointer, so that a struct may hold it."""
+        self.types[inst.num(0)] = Opaque("forward pointer")
+
     def _pointer(self, inst: Instruction) -> None:
         self.types[inst.result] = Pointer(inst.num(0), self.types.get(inst.num(1), Opaque("forward pointer")))
 
     def _tensor(self, inst: Instruction) -> None:
         element = self.type(inst.num(0), inst, "Element Type")
         if len(inst.operands) < 3:
-            self.types[inst.result] = Opaque("tensor type without a shape")
+            self.types[inst.result] = UNSHAPED_TENSOR
             return
         if not isinstance(element, np.dtype):
             raise SpirvError(f"OpTypeTensorARM: element type is {describe(element)}, not a scalar", word=inst.offset)
@@ -397,6 +409,7 @@ _HANDLERS: dict[str, Callable[[Declarations, Instruction], None]] = {
     "OpTypeFloat": Declarations._float,
     "OpTypeArray": Declarations._array,
     "OpTypeStruct": Declarations._struct,
+    "OpTypeForwardPointer": Declarations._forward_pointer,
     "OpTypePointer": Declarations._pointer,
     "OpTypeTensorARM": Declarations._tensor,
     "OpTypeGraphARM": Declarations._graph_type,
