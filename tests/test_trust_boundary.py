@@ -471,14 +471,15 @@ def _resource_shader(kind: str) -> np.ndarray:
     """A compute shader (SPIR-V 1.3, assembled word by word) declaring one resource at set 0
     binding 0: a tensor variable ("shaped": tensor<4xf32>; "unshaped": of no rank or shape), or
     a storage buffer whose struct holds a PhysicalStorageBuffer pointer to itself, declared
-    ahead by OpTypeForwardPointer ("forward pointer", as GLSL's buffer_reference makes)."""
+    ahead by OpTypeForwardPointer ("forward pointer", as GLSL's buffer_reference makes; with
+    "undefined constant", also a uint[1] constant made of an OpUndef)."""
     (void, fn, f32, uint, c1, c4, array, shape, tensor, struct, fwd, pointer, var, main,
      label) = range(1, 16)
 
     def op(code: int, *operands: int) -> list[int]:
         return [code | (len(operands) + 1) << 16, *operands]
 
-    physical = kind == "forward pointer"
+    physical = kind in ("forward pointer", "undefined constant")
     words = [0x07230203, 0x00010300, 0, 16, 0]
     words += op(17, 1) + op(17, 0x14E3 if physical else 0x104E)  # Shader, the resource's capability
     words += op(14, 0x14E4 if physical else 0, 1)  # OpMemoryModel (PhysicalStorageBuffer64 or Logical) GLSL450
@@ -486,6 +487,9 @@ def _resource_shader(kind: str) -> np.ndarray:
     words += op(16, main, 17, 1, 1, 1)  # OpExecutionMode LocalSize 1 1 1
     words += op(71, var, 34, 0) + op(71, var, 33, 0)  # DescriptorSet 0, Binding 0
     words += op(19, void) + op(33, fn, void) + op(22, f32, 32) + op(21, uint, 32, 0)
+    if kind == "undefined constant":  # OpUndef among a constant array's constituents
+        words[3] = 18
+        words += op(43, uint, c1, 1) + op(28, array, uint, c1) + op(1, uint, 16) + op(44, array, 17, 16)
     if physical:
         words += op(39, fwd, 0x14E5)  # OpTypeForwardPointer PhysicalStorageBuffer
         words += op(30, struct, f32, fwd) + op(32, fwd, 0x14E5, struct)
@@ -516,11 +520,13 @@ def test_a_compute_shaders_tensor_must_be_bound_to_a_tensor(kind):
         check(_with_shader(kind))
 
 
-def test_a_compute_shader_may_declare_a_pointer_ahead():
-    """OpTypeForwardPointer: a struct may hold the pointer before its OpTypePointer."""
+@pytest.mark.parametrize("kind", ["forward pointer", "undefined constant"])
+def test_a_compute_shader_may_declare_a_pointer_ahead_or_an_undefined_constant(kind):
+    """OpTypeForwardPointer: a struct may hold the pointer before its OpTypePointer. OpUndef
+    may be a constant composite's constituent (valid SPIR-V; pyvgf leaves its value open)."""
     from pyvgf.runtime.check import check
 
-    vgf = _with_shader("forward pointer")
+    vgf = _with_shader(kind)
     (index,) = [n for n, s in enumerate(vgf.sequence.segments) if s.type.name == "COMPUTE"]
     assert check(vgf).keys() >= {index - 1, index + 1}  # both graphs planned, the shader passed
 

@@ -336,6 +336,11 @@ class Declarations:
         ids = cast("list[int]", [op.value for op in inst.operands])
         if not shape or len(ids) != shape[0]:
             raise SpirvError(f"OpConstantComposite: {len(ids)} constituents for shape {shape}", word=inst.offset)
+        if any(isinstance(self.constants.get(cid), Opaque) for cid in ids):
+            # An OpUndef or specialization constant among them (valid SPIR-V): a constant whose
+            # value pyvgf does not model, refused only where an operand needs its value.
+            self.constants[inst.result] = Opaque("composite of undefined or specialization constants")
+            return
         self._materialize(inst, dtype, shape)
         if len(shape) > 1:
             self._set(inst, np.stack([self._part(inst, cid, dtype, shape[1:]) for cid in ids]))
