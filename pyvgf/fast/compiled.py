@@ -1,7 +1,8 @@
 """The loops numpy cannot run in one pass, compiled by numba.
 
-A depthwise window, RESCALE's 64-bit integer arithmetic, a convolution's bias + CLAMP and ERF's
-polynomials are a handful of operations per element; as numpy calls each is one pass over
+A depthwise or pooling window, RESCALE's 64-bit integer arithmetic, a convolution's bias +
+CLAMP, ERF's polynomials and the patterns of patterns.py (a layer norm, GELU, a quantized
+residual ADD) are a handful of operations per element; as numpy calls each is one pass over
 memory per operation (17 for a 3x3 window), as a loop it is one. numba compiles each function
 for the argument types it first meets and caches the machine code on disk, so a model's first
 run in a new process loads it rather than compiling again; while a plan runs, a loop not in
@@ -12,10 +13,10 @@ reassociation), integers are exact in int64. ERF, which the specification define
 value alone, is an approximation in float64 with fused multiply-adds, checked against erf for
 every fp32 input.
 
-The depthwise loop, the GEMM blocks, RESCALE after a convolution and ERF split their rows (a
-GEMM of few rows: its columns) over numba's threads (threads.py); the others run on the calling
-thread. Compiling a threaded loop
-takes about a second, once per machine: only the prange loops are made parallel.
+The depthwise loop, the GEMM blocks, RESCALE after a convolution, the patterns' loops, large
+pools and ERF split their rows (a GEMM of few rows: its columns) over numba's threads
+(threads.py); the others run on the calling thread. Compiling a threaded loop takes about a
+second, once per machine: only the prange loops are made parallel.
 """
 
 from __future__ import annotations
