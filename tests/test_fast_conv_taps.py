@@ -1,10 +1,10 @@
-"""The fast executor's CONV2D loop over each output's taps (compiled.conv_rows, for few input
-channels: MobileNetV2's stem) against the reference on the cases its paths split on: outputs
-four at a time whose window columns lie inside the input, border outputs one by one (top,
-bottom, left, right, corners), the outputs left over after the fours, strides, dilation,
-padding on some sides only, zero points, bias + CLAMP and RESCALE in the loop, the int32
-result in bands, non-finite weights beside padding, other input types, and the largest int8
-sums. Integers bit-exact; float weights and inputs are multiples of 1/8 and 1/4, so that
+"""The fast executor's CONV2D by blocks of output rows (compiled.conv_blocks, for few products
+per output: MobileNetV2's stem) against the reference on the cases its patches split on:
+windows inside the input and over its borders (top, bottom, left, right, corners, some sides
+only, none wholly inside), strides, dilation, blocks of fewer rows at the end, zero points,
+bias + CLAMP and RESCALE in the loop, the int32 result in bands, other input types, and the
+largest int8 sums; non-finite weights beside padding keep the GEMM that skips padded taps.
+Integers bit-exact; float weights and inputs are multiples of 1/8 and 1/4, so that
 every sum is exact in float32 whatever its order and the results must be equal too (random
 floats cancelling to near zero differ by their rounding, which pyvgf.testing's tolerance,
 relative to the largest result, does not allow once a CLAMP has cut that down)."""
@@ -89,20 +89,27 @@ def _agree(case: GraphCase, y, inputs: list[np.ndarray] | None = None) -> None:
     assert len(np.unique(results[0])) > 1  # not a constant result
 
 
-@pytest.fixture(autouse=True)
-def _by_taps_only(monkeypatch):
-    """Every CONV2D made in these tests runs the loop: none falls back to the GEMM."""
+@pytest.fixture
+def made(monkeypatch) -> list[bool]:
+    """Whether each CONV2D made runs conv_blocks."""
     made = []
     init = conv._Conv.__init__
 
     def spy(self, *args, **kwargs):
         init(self, *args, **kwargs)
-        made.append(self.window is not None)
+        made.append(self.blocks is not None)
     monkeypatch.setattr(conv._Conv, "__init__", spy)
+    return made
+
+
+@pytest.fixture
+def by_blocks(made):
+    """Every CONV2D the test makes runs conv_blocks."""
     yield
     assert made and all(made)
 
 
+@pytest.mark.usefixtures("by_blocks")
 @pytest.mark.parametrize("geometry", SHAPES, ids=_ids)
 @pytest.mark.parametrize("zero_point", [-128, 0, 77])
 def test_int8_rescaled_in_the_loop(geometry, zero_point):
@@ -111,6 +118,7 @@ def test_int8_rescaled_in_the_loop(geometry, zero_point):
     _agree(case, _rescaled(case, y, geometry[1]))
 
 
+@pytest.mark.usefixtures("by_blocks")
 @pytest.mark.parametrize("geometry", SHAPES, ids=_ids)
 def test_int8_int32_result(geometry):
     """No RESCALE after it: two images, the sums in bands, then + bias."""
@@ -118,6 +126,7 @@ def test_int8_int32_result(geometry):
     _agree(case, _conv(case, I8, *geometry, zero_point=-5, batch=2))
 
 
+@pytest.mark.usefixtures("by_blocks")
 @pytest.mark.parametrize("geometry", SHAPES, ids=_ids)
 @pytest.mark.parametrize("clamped", [False, True])
 def test_fp32_bias_and_clamp_in_the_loop(geometry, clamped):
@@ -129,12 +138,29 @@ def test_fp32_bias_and_clamp_in_the_loop(geometry, clamped):
     _agree(case, y)
 
 
+@pytest.mark.usefixtures("by_blocks")
 @pytest.mark.parametrize("geometry", SHAPES[:4], ids=_ids)
 def test_fp32_in_bands_of_two_images(geometry):
     case = GraphCase(Graph(), description="conv fp32, two images")
     _agree(case, _conv(case, F32, *geometry, batch=2))
 
 
+@pytest.mark.usefixtures("by_blocks")
+@pytest.mark.parametrize("geometry", SHAPES[:4], ids=_ids)
+@pytest.mark.parametrize("outputs", [1, 20])
+def test_blocks_of_few_rows(monkeypatch, geometry, outputs):
+    """Blocks of one row each, and of 20 // OW rows (one at least) with fewer in the last."""
+    monkeypatch.setattr(conv, "BLOCK_OUTPUTS", outputs)
+    case = GraphCase(Graph(), description="conv fp32, small blocks")
+    y = _conv(case, F32, *geometry)
+    y = case.graph.op("CLAMP", input=y, min_val=np.float32(-1.5), max_val=np.float32(2.25),
+                      result=(F32, y.shape))
+    _agree(case, y)
+    case = GraphCase(Graph(), description="conv int8 + rescale, small blocks")
+    _agree(case, _rescaled(case, _conv(case, I8, *geometry, zero_point=9), geometry[1]))
+
+
+@pytest.mark.usefixtures("by_blocks")
 @pytest.mark.parametrize("geometry", SHAPES[:4], ids=_ids)
 def test_other_input_types(geometry):
     """fp16 (read as float32) and int16 (an int48 result, the sums then + bias in int64, then
@@ -150,9 +176,10 @@ def test_other_input_types(geometry):
         output_unsigned=False, result=(I32, y.shape)))
 
 
-def test_fp32_non_finite_weights_skip_padded_taps():
+def test_fp32_non_finite_weights_skip_padded_taps(made):
     """An inf weight multiplies only the inputs its taps read: a padded tap is skipped, not
-    0 x inf = NaN, so the borders stay finite where the reference's do."""
+    0 x inf = NaN, so the borders stay finite where the reference's do. (conv_blocks multiplies
+    padded taps as zeros: such a weight keeps the GEMM.)"""
     geometry = SHAPES[1]
     shape, oc, kernel = geometry[:3]
     weight = np.random.default_rng(1).standard_normal((oc, *kernel, shape[2])).astype(F32)
@@ -164,8 +191,10 @@ def test_fp32_non_finite_weights_skip_padded_taps():
     (result,) = assert_backends_agree(case.to_vgf(), [x], backends=("reference", "cpu"))
     assert np.isfinite(result[0, 0, :, 0]).all()  # tap (0, 0) lies in the padding there
     assert not np.isfinite(result[0, 1:, 1:, 0]).any()
+    assert made == [False]
 
 
+@pytest.mark.usefixtures("by_blocks")
 def test_fp32_non_finite_inputs_stay_where_they_are():
     """A NaN or inf at an input pixel reaches exactly the outputs whose windows read it."""
     case = GraphCase(Graph(), description="conv fp32, non-finite inputs")
@@ -175,6 +204,7 @@ def test_fp32_non_finite_inputs_stay_where_they_are():
     _agree(case, y, [x])
 
 
+@pytest.mark.usefixtures("by_blocks")
 @pytest.mark.parametrize("rescaled", [False, True])
 def test_int8_largest_sums_are_exact(rescaled):
     """Every product at its largest, |x - zp| = 255 times |w| = 128, all of one sign: the

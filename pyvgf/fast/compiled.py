@@ -428,126 +428,84 @@ def _erf_blocks(x: np.ndarray, out: np.ndarray, block: int) -> None:
 erf_blocks = _RowLoop(_erf_blocks, contract=True)
 
 
-
-@_inlined
-def _conv_window(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int, left: int,
-                 dilation_y: int, dilation_x: int, out: np.ndarray) -> None:
-    """out [OC] = the sum, from zero and in (ky, kx, ic) order, of (x[b, iy, ix, ic] -
-    zero_point) * w[ky, kx, ic] over the window's taps from (top, left) that land inside x:
-    padded taps are skipped, as the specification does, so nothing is padded. The innermost
-    loop runs over the contiguous output channels, a vector of them at a time."""
-    height, width = x.shape[1], x.shape[2]
-    out[:] = 0
-    for ky in range(w.shape[0]):
-        iy = top + ky * dilation_y
-        if iy < 0 or iy >= height:
-            continue
-        for kx in range(w.shape[1]):
-            ix = left + kx * dilation_x
-            if ix < 0 or ix >= width:
-                continue
-            row, wt = x[b, iy, ix], w[ky, kx]
-            for ic in range(row.shape[0]):
-                v, wc = w.dtype.type(row[ic] - zero_point), wt[ic]
-                for c in range(out.shape[0]):
-                    out[c] += v * wc[c]
-
-
-@_inlined
-def _conv_windows_4(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int,
-                    left: int, stride_x: int, dilation_y: int, dilation_x: int,
-                    out: np.ndarray) -> None:
-    """_conv_window's sums for four outputs along a row, out [4, OC], the window of out[i]
-    starting at (top, left + i * stride_x), their columns all inside x: each tap's weights
-    are read once for the four, and the four sums are four independent chains (one output a
-    time, each tap's sum waits for the last; about 1.6x slower on MobileNetV2's stem)."""
-    height = x.shape[1]
-    o0, o1, o2, o3 = out[0], out[1], out[2], out[3]
-    out[:] = 0
-    for ky in range(w.shape[0]):
-        iy = top + ky * dilation_y
-        if iy < 0 or iy >= height:
-            continue
-        for kx in range(w.shape[1]):
-            ix = left + kx * dilation_x
-            r0, r1 = x[b, iy, ix], x[b, iy, ix + stride_x]
-            r2, r3 = x[b, iy, ix + 2 * stride_x], x[b, iy, ix + 3 * stride_x]
-            wt = w[ky, kx]
-            for ic in range(r0.shape[0]):
-                v0, v1 = w.dtype.type(r0[ic] - zero_point), w.dtype.type(r1[ic] - zero_point)
-                v2, v3 = w.dtype.type(r2[ic] - zero_point), w.dtype.type(r3[ic] - zero_point)
-                wc = wt[ic]
-                for c in range(o0.shape[0]):
-                    wv = wc[c]
-                    o0[c] += v0 * wv
-                    o1[c] += v1 * wv
-                    o2[c] += v2 * wv
-                    o3[c] += v3 * wv
-
-
-@_inlined
-def _conv_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int,
-              pad_left: int, stride_x: int, dilation_y: int, dilation_x: int,
-              out: np.ndarray) -> None:
-    """out [OW, OC] = _conv_window's sums for each output of the row whose windows start at
-    row `top`: the outputs whose window columns lie inside x four at a time by
-    _conv_windows_4, the others (at the borders, and up to three left over) one by one."""
-    width = out.shape[0]
-    first = min(width, (pad_left + stride_x - 1) // stride_x)  # first..last: columns inside
-    last = max(first, min(width, (x.shape[2] - 1 - (w.shape[1] - 1) * dilation_x + pad_left)
-                          // stride_x + 1))
-    last4 = first + (last - first) // 4 * 4
-    for ox in range(first, last4, 4):
-        _conv_windows_4(x, zero_point, w, b, top, ox * stride_x - pad_left, stride_x,
-                        dilation_y, dilation_x, out[ox:ox + 4])
-    for ox in range(first):
-        _conv_window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y,
-                     dilation_x, out[ox])
-    for ox in range(last4, width):
-        _conv_window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y,
-                     dilation_x, out[ox])
-
-
 _bias_clamp_inlined = _inlined(_bias_clamp_row.py_func)
-"""_bias_clamp_row inlined: called for every output pixel, a call each took conv_rows 1.3x as
-long on MobileNetV2's stem."""
+"""_bias_clamp_row inlined into conv_blocks, which calls it for every output pixel: a call each
+made a loop over MobileNetV2's stem take 1.3x as long."""
+
+
+@_inlined
+def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: int,
+             pad_left: int, stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
+             rows: int, width: int, into: np.ndarray) -> None:
+    """into [KH * KW * IC, rows * OW] = the patches of `rows` output rows of `width` outputs,
+    the first row's windows starting at row `top`, transposed: into[(ky * KW + kx) * IC + ic,
+    r * OW + ox] = x[b, iy, ix, ic] - zero_point, 0 where (iy, ix) lies in the padding. Each
+    is a run along a row's outputs, long however few the channels."""
+    height, in_width, channels = x.shape[1], x.shape[2], x.shape[3]
+    zero = into.dtype.type(0)
+    for ky in range(kh):
+        for kx in range(kw):
+            shift = kx * dilation_x - pad_left  # ix = ox * stride_x + shift
+            lo = min(width, max(0, (stride_x - 1 - shift) // stride_x))
+            hi = max(lo, min(width, (in_width - 1 - shift) // stride_x + 1))
+            for ic in range(channels):
+                run = into[(ky * kw + kx) * channels + ic]
+                for r in range(rows):
+                    iy = top + r * stride_y + ky * dilation_y
+                    start = r * width
+                    if iy < 0 or iy >= height:
+                        run[start:start + width] = zero
+                        continue
+                    row = x[b, iy]
+                    run[start:start + lo] = zero
+                    for ox in range(lo, hi):
+                        run[start + ox] = row[ox * stride_x + shift, ic] - zero_point
+                    run[start + hi:start + width] = zero
 
 
 @_RowLoop
-def conv_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int, pad_left: int,
-              stride_y: int, stride_x: int, dilation_y: int, dilation_x: int, first: int,
-              acc: np.ndarray, finish: bool, bias: np.ndarray, low: float, high: float,
-              nan_to_low: bool) -> None:
-    """Output rows first.. of a 2-D convolution of x [N, H, W, IC] with weights
-    w [KH, KW, IC, OC] into acc [N, rows, OW, OC] (of w's type), each row as _conv_row sums
-    it. With `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says,
-    while its row is in cache."""
-    n, rows, width = acc.shape[:3]
-    for j in prange(n * rows):
-        b, r = j // rows, j % rows
-        out = acc[b, r]
-        _conv_row(x, zero_point, w, b, (first + r) * stride_y - pad_top, pad_left, stride_x,
-                  dilation_y, dilation_x, out)
+def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int,
+                pad_top: int, pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                dilation_x: int, block: int, first: int, acc: np.ndarray, finish: bool,
+                bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
+    """Output rows first.. of a 2-D convolution of x [N, H, W, IC] into acc [N, rows, OW, OC]
+    (C-contiguous, of w's type), `block` rows at a time: their _patches times w [KH * KW * IC,
+    OC] (float32 or float64, C- or F-contiguous) in one BLAS call. With `finish`, each output
+    then gets + bias[c], clamped as _bias_clamp_row says, while the block is in cache."""
+    n, rows, width, channels = acc.shape
+    blocks = -(-rows // block)
+    for j in prange(n * blocks):
+        b, r = j // blocks, j % blocks * block
+        count = min(block, rows - r)
+        patches = np.empty((w.shape[0], count * width), w.dtype)
+        _patches(x, zero_point, kh, kw, b, (first + r) * stride_y - pad_top, pad_left,
+                 stride_y, stride_x, dilation_y, dilation_x, count, width, patches)
+        out = acc[b, r:r + count].reshape(count * width, channels)
+        np.dot(patches.T, w, out)
         if finish:
-            for ox in range(width):
-                _bias_clamp_inlined(out[ox], bias, low, high, nan_to_low)
+            for i in range(count * width):
+                _bias_clamp_inlined(out[i], bias, low, high, nan_to_low)
 
 
 @_RowLoop
-def conv_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int,
-                       pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
-                       dilation_x: int, out: np.ndarray, offset: np.ndarray,
-                       multiplier: np.ndarray, shift: np.ndarray, output_zp: int, low: int,
-                       high: int) -> None:
-    """conv_rows of every output row, each row's sums (held as w's type, exact integers) +
-    offset wrapped to int32 and rescaled into out [N, OH, OW, OC] as _rescale_row does, while
-    they are in cache."""
+def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int,
+                         pad_top: int, pad_left: int, stride_y: int, stride_x: int,
+                         dilation_y: int, dilation_x: int, block: int, out: np.ndarray,
+                         offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                         output_zp: int, low: int, high: int) -> None:
+    """conv_blocks of every output row, each block's sums (exact integers in w's type) +
+    offset wrapped to int32 and rescaled into out [N, OH, OW, OC] as _rescale_row does,
+    while they are in cache."""
     n, rows, width, channels = out.shape
-    for j in prange(n * rows):
-        b, r = j // rows, j % rows
-        acc = np.empty((width, channels), w.dtype)
-        _conv_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
-                  dilation_y, dilation_x, acc)
-        for ox in range(width):
-            _rescale_row(acc[ox], offset, True, multiplier, shift, output_zp, low, high,
-                         out[b, r, ox])
+    blocks = -(-rows // block)
+    for j in prange(n * blocks):
+        b, r = j // blocks, j % blocks * block
+        count = min(block, rows - r)
+        patches = np.empty((w.shape[0], count * width), w.dtype)
+        _patches(x, zero_point, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
+                 stride_x, dilation_y, dilation_x, count, width, patches)
+        acc = np.empty((count * width, channels), w.dtype)
+        np.dot(patches.T, w, acc)
+        for i in range(count * width):
+            _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
+                         out[b, r + i // width, i % width])

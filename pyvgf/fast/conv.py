@@ -4,11 +4,11 @@
 Integer convolutions subtract the zero points and accumulate exactly (int8 x int8 and int8 x int4
 into int32, int16 x int8 into int48 held as int64); floating-point ones accumulate in float32 and
 round once to the output type. CONV2D, CONV3D and TRANSPOSE_CONV2D run as a patch matrix times
-the weight matrix in BLAS (see kernels.py for why the integer ones stay bit-exact), except a
-CONV2D of few products per output (FEW_TAPS: an image's 3 channels), whose patch rows would
-be too short for BLAS; that one and DEPTHWISE_CONV2D run as one compiled loop over each
-output's window (compiled.conv_rows and depthwise_rows, or their _rescaled twins when a
-RESCALE follows), in the same compute type.
+the weight matrix in BLAS (see kernels.py for why the integer ones stay bit-exact); a CONV2D
+of few input channels (FEW_CHANNELS: an image's 3) as one compiled loop over blocks
+of output rows, each block's patches gathered transposed and multiplied in one BLAS call
+(compiled.conv_blocks); DEPTHWISE_CONV2D as one compiled loop over each output's window
+(compiled.depthwise_rows). Both loops have a twin that applies a following RESCALE.
 
 A graph's step works out once, at its first run, everything that does not depend on the input's
 values (geometry, the GEMM's type, the weight matrix, how the result is finished: _Conv,
@@ -19,8 +19,8 @@ which then finishes each band in place of a separate pass over the whole tensor.
 
 The specification skips padded taps rather than multiplying them: with a non-finite float
 weight (0 x inf is NaN) and padding, CONV2D and CONV3D instead accumulate each tap over the
-outputs whose reads land inside the input (kernels.inside_taps); the compiled loops always
-skip them.
+outputs whose reads land inside the input (kernels.inside_taps); the depthwise loop always
+skips them.
 """
 
 from __future__ import annotations
@@ -30,11 +30,11 @@ from typing import Protocol
 
 import numpy as np
 
-from ..tosa._common import I32, is_float
+from ..tosa._common import F64, I32, is_float
 from ..tosa.conv import out_dtype as _out_dtype
 from ..types import TensorType
 from . import threads
-from .compiled import conv_rows, conv_rows_rescaled, depthwise_rows, depthwise_rows_rescaled
+from .compiled import conv_blocks, conv_blocks_rescaled, depthwise_rows, depthwise_rows_rescaled
 from .kernels import (
     F32,
     I64,
@@ -214,19 +214,19 @@ def _geometry(sizes: tuple[int, ...], kernel: tuple[int, ...], pad: np.ndarray,
     return pads, strides, dilations, out
 
 
-FEW_TAPS = 64
-"""The most products per output (IC x KH x KW) of a CONV2D summed by a compiled loop over each
-output's taps (compiled.conv_rows) rather than as patches times weights in BLAS; a 1x1 one of
-stride 1 stays a GEMM of its input as it is. The GEMM gathers the patches of fewer than 16
-channels transposed and BLAS works on them on one thread, while the loop's rows go to every
-thread. On the 2-core project machine, int8 and fp32 alike, the loop ran 1.4-1.9x as fast as
-the GEMM for 9 to 36 products (MobileNetV2's stem, 27 products: 1.0 ms to 0.65 in fp32, 1.1
-to 0.6 in int8, fastest of 30 runs) and 0.9-1.4x on one thread; for 72 to 144 products 1.5x,
-but 0.75-0.9x on one thread."""
+FEW_CHANNELS = 8
+"""A CONV2D of fewer input channels than this (not 1x1 of stride 1, which is a GEMM of its input
+as it is) runs as compiled.conv_blocks rather than as patches times weights in BLAS: with so
+few channels the GEMM gathers its patches transposed, and BLAS works on them on one thread
+(the view is not contiguous), where conv_blocks gathers each block's patches in runs along
+its rows and makes them in one BLAS call a block, the blocks over every thread. On the
+2-core project machine, on one thread, 1 to 3 channels ran 1.1-2.4x as fast so (3x3, 5x5 and
+7x7 kernels, int8 and fp32), 8 channels 0.96-1.08x, 16 and 32 0.86-1.04x."""
 
 
-def _taps_by_channel(w: np.ndarray) -> np.ndarray:
-    return np.ascontiguousarray(w.transpose(1, 2, 3, 0))
+BLOCK_OUTPUTS = 448
+"""About how many outputs (whole rows of them) conv_blocks makes in one BLAS call: 4 rows of
+MobileNetV2's stem, 1.1x faster than 2 or 8 on one thread."""
 
 
 class _Conv:
@@ -243,29 +243,26 @@ class _Conv:
         self.pads, self.stride, self.dilation, self.out_size = _geometry(
             self.sizes, self.kernel, pad, stride, dilation)
         self.dtype = dtype = _compute_dtype(weight, wzp, in_dtype, self.izp, _conv_matrix)
+        self.wmat = _matrix(weight, wzp, dtype, _conv_matrix)
         self.n, self.oc = shape[0], weight.shape[0]
-        self.pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride)
-        self.window: tuple | None = None
-        if (len(self.kernel) == 2 and not self.pointwise
-                and shape[-1] * int(np.prod(self.kernel)) <= FEW_TAPS):
-            # The compiled loop over each output's taps, in the compute type (for integers
-            # exact floats where they can be, as for the GEMM).
-            w = _matrix(weight, wzp, dtype, _taps_by_channel)
-            self.window = (dtype.type(self.izp), w, self.pads[0][0], self.pads[1][0],
-                           *self.stride, *self.dilation)
-            self.native = np.dtype(in_dtype) in _NATIVE
         self.how = _Finishing((self.n, *self.out_size, self.oc), dtype, bias, _out_dtype(in_dtype),
                               epilogue)
-        if self.window is not None:
-            return
-        self.wmat = _matrix(weight, wzp, dtype, _conv_matrix)
         self.skip_padding = _skip_padding(weight, self.wmat, self.pads)
+        self.pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride)
         self.unpadded = not any(map(any, self.pads))
+        self.blocks: tuple | None = None
+        """compiled.conv_blocks' arguments after the input, where it applies (FEW_CHANNELS)."""
+        if (len(self.kernel) == 2 and not self.pointwise and not self.skip_padding
+                and dtype in (F32, F64) and shape[-1] < FEW_CHANNELS):
+            self.blocks = (dtype.type(self.izp), self.wmat, *self.kernel, self.pads[0][0],
+                           self.pads[1][0], *self.stride, *self.dilation,
+                           max(1, BLOCK_OUTPUTS // self.out_size[1]))
+            self.native = np.dtype(in_dtype) in _NATIVE
 
     def __call__(self, input: np.ndarray) -> np.ndarray:
-        if self.window is not None:
+        if self.blocks is not None:
             x = np.ascontiguousarray(input) if self.native else input.astype(self.dtype)
-            return _by_rows(conv_rows, conv_rows_rescaled, (x, *self.window), self.how,
+            return _by_rows(conv_blocks, conv_blocks_rescaled, (x, *self.blocks), self.how,
                             self.dtype)
         n, oc, out_size, wmat, dtype = self.n, self.oc, self.out_size, self.wmat, self.dtype
         result = _Result(self.how)
@@ -370,8 +367,8 @@ POINTWISE_BAND_BYTES = 1 << 20
 """Band size of a 1x1 convolution's accumulator and epilogue temporaries."""
 
 DEPTHWISE_BAND_BYTES = 1 << 18
-"""Band size of the accumulator of a depthwise convolution, or of a convolution summed by its
-taps (_by_rows)."""
+"""Band size of the accumulator of a depthwise convolution, or of a CONV2D by conv_blocks
+(_by_rows)."""
 
 SHARED_BAND_BYTES = 1 << 24
 """Band size of a 1x1 or depthwise convolution whose loops run on several threads
@@ -379,13 +376,14 @@ SHARED_BAND_BYTES = 1 << 24
 large, a whole layer of MobileNetV2; int8 ran 1.2x faster than with 1 MB bands."""
 
 _NATIVE = frozenset(map(np.dtype, (np.int8, np.int16, np.float32)))
-"""Input types the compiled depthwise loop reads as they are; others become the compute type."""
+"""Input types the compiled loops (depthwise, conv_blocks) read as they are; others become the
+compute type."""
 
 
 def _by_rows(rows: Callable[..., None], rescaled: Callable[..., None], window: tuple,
              how: _Finishing, dtype: np.dtype) -> np.ndarray:
     """The result of a compiled loop over output rows, `rows` (compiled.depthwise_rows or
-    conv_rows, `window` its arguments up to the first row), finished as `how` says: bias and
+    conv_blocks, `window` its arguments up to `first`), finished as `how` says: bias and
     clamp, or the RESCALE by `rescaled` (its twin), applied by the loop to each output as it
     is made, over every row at once; else the sums (of `dtype`) in bands, each then put."""
     result = _Result(how)
