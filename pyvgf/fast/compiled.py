@@ -430,7 +430,7 @@ erf_blocks = _RowLoop(_erf_blocks, contract=True)
 
 _bias_clamp_inlined = _inlined(_bias_clamp_row.py_func)
 """_bias_clamp_row inlined into conv_blocks, which calls it for every output pixel: a call each
-made a loop over MobileNetV2's stem take 1.3x as long."""
+made it take 1.7x as long on MobileNetV2's stem (0.56 against 0.33 ms on one thread)."""
 
 
 @_inlined
@@ -472,10 +472,12 @@ def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: in
                 pad_top: int, pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                 dilation_x: int, block: int, first: int, acc: np.ndarray, finish: bool,
                 bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
-    """Output rows first.. of a 2-D convolution of x [N, H, W, IC] into acc [N, rows, OW, OC]
-    (C-contiguous, of w's type), `block` rows at a time: their _patches times w [KH * KW * IC,
-    OC] (float32 or float64, C- or F-contiguous) in one BLAS call. With `finish`, each output
-    then gets + bias[c], clamped as _bias_clamp_row says, while the block is in cache."""
+    """Output rows first.. of a 2-D convolution of x [N, H, W, IC] (C-contiguous) into
+    acc [N, rows, OW, OC] (C-contiguous, of w's type), `block` rows at a time: their _patches
+    times w [KH * KW * IC, OC] (float32 or float64, C- or F-contiguous) in one BLAS call, so a
+    padded tap adds 0 x w (for finite weights only, then, as the specification skips it). With
+    `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says, while the
+    block is in cache."""
     n, rows, width, channels = acc.shape
     blocks = -(-rows // block)
     for j in prange(n * blocks):
