@@ -639,3 +639,92 @@ def _max_pool_rows(x: np.ndarray, kernel_y: int, kernel_x: int, pad_top: int, pa
 
 
 max_pool_rows = _RowLoop(_max_pool_rows)
+
+
+_bias_clamp_inlined = _inlined(_bias_clamp_row.py_func)
+"""_bias_clamp_row inlined into conv_blocks, which calls it for every output pixel: a call each
+made it take 1.7x as long on MobileNetV2's stem (0.56 against 0.33 ms on one thread)."""
+
+
+@_inlined
+def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: int,
+             pad_left: int, stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
+             rows: int, width: int, into: np.ndarray) -> None:
+    """into [KH * KW * IC, rows * OW] = the patches of `rows` output rows of `width` outputs,
+    the first row's windows starting at row `top`, transposed: into[(ky * KW + kx) * IC + ic,
+    r * OW + ox] = x[b, iy, ix, ic] - zero_point, 0 where (iy, ix) lies in the padding. Each
+    is a run along a row's outputs, long however few the channels, read with unsigned indices:
+    numba then leaves out its check for negative ones, and the compiler makes the run's loop
+    work on a vector at a time (2.2x faster on MobileNetV2's stem)."""
+    height, in_width, channels = x.shape[1], x.shape[2], x.shape[3]
+    zero = into.dtype.type(0)
+    step = np.uint64(stride_x * channels)
+    for ky in range(kh):
+        for kx in range(kw):
+            shift = kx * dilation_x - pad_left  # ix = ox * stride_x + shift
+            lo = min(width, max(0, (stride_x - 1 - shift) // stride_x))
+            hi = max(lo, min(width, (in_width - 1 - shift) // stride_x + 1))
+            for ic in range(channels):
+                run = into[(ky * kw + kx) * channels + ic]
+                first = np.uint64((lo * stride_x + shift) * channels + ic)
+                for r in range(rows):
+                    iy = top + r * stride_y + ky * dilation_y
+                    start = r * width
+                    if iy < 0 or iy >= height:
+                        run[start:start + width] = zero
+                        continue
+                    row, inside = x[b, iy].reshape(-1), run[start + lo:start + hi]
+                    run[start:start + lo] = zero
+                    for i in range(hi - lo):
+                        inside[np.uint64(i)] = row[first + np.uint64(i) * step] - zero_point
+                    run[start + hi:start + width] = zero
+
+
+@_RowLoop
+def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int,
+                pad_top: int, pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                dilation_x: int, block: int, first: int, acc: np.ndarray, finish: bool,
+                bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
+    """Output rows first.. of a 2-D convolution of x [N, H, W, IC] (C-contiguous) into
+    acc [N, rows, OW, OC] (C-contiguous, of w's type), `block` rows at a time: their _patches
+    times w [KH * KW * IC, OC] (float32 or float64, C- or F-contiguous) in one BLAS call, so a
+    padded tap adds 0 x w (for finite weights only, then, as the specification skips it). With
+    `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says, while the
+    block is in cache."""
+    n, rows, width, channels = acc.shape
+    blocks = -(-rows // block)
+    for j in prange(n * blocks):
+        b, r = j // blocks, j % blocks * block
+        count = min(block, rows - r)
+        patches = np.empty((w.shape[0], count * width), w.dtype)
+        _patches(x, zero_point, kh, kw, b, (first + r) * stride_y - pad_top, pad_left,
+                 stride_y, stride_x, dilation_y, dilation_x, count, width, patches)
+        out = acc[b, r:r + count].reshape(count * width, channels)
+        np.dot(patches.T, w, out)
+        if finish:
+            for i in range(count * width):
+                _bias_clamp_inlined(out[i], bias, low, high, nan_to_low)
+
+
+@_RowLoop
+def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int,
+                         pad_top: int, pad_left: int, stride_y: int, stride_x: int,
+                         dilation_y: int, dilation_x: int, block: int, out: np.ndarray,
+                         offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                         output_zp: int, low: int, high: int) -> None:
+    """conv_blocks of every output row, each block's sums (exact integers in w's type) +
+    offset wrapped to int32 and rescaled into out [N, OH, OW, OC] as _rescale_row does,
+    while they are in cache."""
+    n, rows, width, channels = out.shape
+    blocks = -(-rows // block)
+    for j in prange(n * blocks):
+        b, r = j // blocks, j % blocks * block
+        count = min(block, rows - r)
+        patches = np.empty((w.shape[0], count * width), w.dtype)
+        _patches(x, zero_point, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
+                 stride_x, dilation_y, dilation_x, count, width, patches)
+        acc = np.empty((count * width, channels), w.dtype)
+        np.dot(patches.T, w, acc)
+        for i in range(count * width):
+            _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
+                         out[b, r + i // width, i % width])
