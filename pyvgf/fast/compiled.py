@@ -9,12 +9,14 @@ run in a new process loads it rather than compiling again; while a plan runs, a 
 the cache yet is compiled by another process and the step runs the reference meanwhile
 (background.py). The loops keep the specification's order of operations: floats are
 multiplied and added one step at a time in kernel-tap order (no fused multiply-add, no
-reassociation), integers are exact in int64. ERF, which the specification defines by its
+reassociation), integers are exact in int64; the GEMM blocks (gemm_rows, gemm_columns,
+conv_blocks: a block of patches gathered, then one BLAS call) leave a sum's order to BLAS, as
+a float GEMM does anywhere (integers stay exact: kernels.exact_dtype). ERF, which the specification defines by its
 value alone, is an approximation in float64 with fused multiply-adds, checked against erf for
 every fp32 input.
 
-The depthwise loop, the GEMM blocks, RESCALE after a convolution, the patterns' loops, large
-pools and ERF split their rows (a GEMM of few rows: its columns) over numba's threads
+The depthwise loop, the GEMM and patch blocks, RESCALE after a convolution, the patterns'
+loops, large pools and ERF split their rows (a GEMM of few rows: its columns) over numba's threads
 (threads.py); the others run on the calling thread. Compiling a threaded loop takes about a
 second, once per machine: only the prange loops are made parallel.
 """
