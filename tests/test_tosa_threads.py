@@ -46,14 +46,15 @@ def blas_threads() -> set[int]:
 @pytest.fixture
 def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """GEMMs of a few rows split too, in blocks of a few bytes; returns the split kernels'
-    names as they are called."""
+    names as they are called over the threads."""
     calls: list[str] = []
     monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", 1)
     monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 64)
     for name in ("gemm_rows", "gemm_rows_rescaled", "gemm_columns", "gemm_columns_rescaled",
                  "gemm_batch"):
         kernel = getattr(kernels, name)
-        monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (calls.append(_n), _k(*a)))
+        monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (
+            threads.spread() and calls.append(_n), _k(*a)))
     loop = conv.depthwise_rows_rescaled  # split when threads.spread(), as every _RowLoop
     monkeypatch.setattr(conv, "depthwise_rows_rescaled", lambda *a: (
         threads.spread() and calls.append("depthwise_rows_rescaled"), loop(*a)))
@@ -91,6 +92,25 @@ def test_split_gemm_is_the_whole_product_then_finished(rows, cols, order, kernel
         if nan_to_low:
             want[np.isnan(want)] = low
     np.testing.assert_array_equal(out, want)
+
+
+def test_on_one_thread_a_finished_gemm_runs_in_cache_sized_blocks(monkeypatch):
+    """One thread: a GEMM with something to finish (bias, CLAMP, a RESCALE) still runs as
+    blocks of rows, each finished while in cache, on the calling thread; one with nothing to
+    finish is left to BLAS whole."""
+    blocks: list[int] = []
+    serial = kernels.gemm_rows.serial
+    monkeypatch.setattr(kernels.gemm_rows, "serial", lambda *a: (blocks.append(a[3]), serial(*a)))
+    monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 4096)
+    rng = np.random.default_rng(6)
+    a = rng.integers(-8, 9, (300, 40)).astype(F32)
+    b = np.asfortranarray(rng.integers(-8, 9, (40, 24)).astype(F32))
+    bias = rng.integers(-30, 30, 24).astype(F32)
+    out = np.empty((300, 24), F32)
+    assert on_one_thread(lambda: kernels.split_gemm(a, b, out, (bias, 0.0, 60.0, False)))
+    np.testing.assert_array_equal(out, np.clip(a @ b + bias, 0, 60))
+    assert blocks == [300 * 24 * 4 // 4096 + 1]
+    assert not on_one_thread(lambda: kernels.split_gemm(a, b, out))
 
 
 @pytest.mark.parametrize("case", ["int64", "strided", "few-rows", "few-rows-writable-C", "empty"])

@@ -317,7 +317,7 @@ def bias_clamp_rows(x: np.ndarray, bias: np.ndarray, low: float, high: float,
         _bias_clamp_row(x[i], bias, low, high, nan_to_low)
 
 
-@_threaded
+@_RowLoop
 def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish: bool,
               bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
     """out = a @ b for float32 or float64 matrices (a and out C-contiguous, b C- or
@@ -364,7 +364,7 @@ def gemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         np.dot(a[i], b[i], out[i])
 
 
-@_threaded
+@_RowLoop
 def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.ndarray,
                        blocks: int, offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                        output_zp: int, low: int, high: int) -> None:

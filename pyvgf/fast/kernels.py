@@ -129,24 +129,28 @@ def _split(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool) -> _S
     """How split_gemm cuts out = a @ b, or None where it does not (see split_gemm).
 
     By rows: one block per thread or, when each is then finished, blocks small enough to be
-    finished in cache. By columns, one block per thread, when out has at most half as many
-    rows as columns and b is laid out by columns or cannot change (its transpose is then made
-    once): each thread's BLAS call packs its share of b rather than all of it, which for
-    MobileNetV2's 7x7 maps (49 x 960 @ 960 x 160) took 0.094 ms against 0.121 by rows, and
-    lets a product of one row (a classifier) split at all."""
-    workers = numba.get_num_threads()
+    finished in cache (on one thread too: the loop then runs on the calling thread). By
+    columns, one block per thread, when out has at most half as many rows as columns and b is
+    laid out by columns or cannot change (its transpose is then made once): each thread's BLAS
+    call packs its share of b rather than all of it, which for MobileNetV2's 7x7 maps
+    (49 x 960 @ 960 x 160) took 0.094 ms against 0.121 by rows, and lets a product of one row
+    (a classifier) split at all."""
+    workers = numba.get_num_threads() if threads.spread() else 1
     rows, cols = out.shape
-    if (workers < 2 or not threads.spread() or b.dtype not in (F32, F64) or not a.flags.c_contiguous
-            or not out.flags.c_contiguous or not (b.flags.c_contiguous or b.flags.f_contiguous)):
+    if (b.dtype not in (F32, F64) or not a.flags.c_contiguous or not out.flags.c_contiguous
+            or not (b.flags.c_contiguous or b.flags.f_contiguous) or not rows):
         return None
-    if 2 * rows <= cols and cols >= workers * GEMM_BLOCK_ROWS and rows:
+    if workers > 1 and 2 * rows <= cols and cols >= workers * GEMM_BLOCK_ROWS:
         if b.flags.f_contiguous:
             return _Split(workers, b.T)
         if immutable(b):
             return _Split(workers, prepared(b, "transposed", lambda: np.ascontiguousarray(b.T)))
+    cached = -(-rows * cols * b.itemsize // GEMM_BLOCK_BYTES)  # blocks finished in cache
+    if workers == 1:
+        return _Split(max(1, min(rows // GEMM_BLOCK_ROWS, cached))) if finishing else None
     if rows < workers * GEMM_BLOCK_ROWS:
         return None
-    blocks = -(-rows * cols * b.itemsize // (workers * GEMM_BLOCK_BYTES)) if finishing else 1
+    blocks = -(-cached // workers) if finishing else 1
     return _Split(min(rows // GEMM_BLOCK_ROWS, blocks * workers))
 
 
@@ -155,8 +159,9 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     """out = a @ b of 2-D matrices, then finished as `finish` says (kernels.Finish) when
     given, in blocks of out's rows (or columns: `_split`) over numba's threads, one
     single-threaded BLAS call each; True when done. False, with nothing done, where this does
-    not apply: the loops run on one thread (threads.py), the matrices are not all float32 or
-    all float64 or not contiguous (a and out by rows), or out is too small to split."""
+    not apply: the matrices are not all float32 or all float64 or not contiguous (a and out by
+    rows), out is too small to split, or the loops run on one thread (threads.py) and there is
+    nothing to finish."""
     split = _split(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else None
     if split is None:
         return False
