@@ -220,3 +220,28 @@ def test_a_residual_add_rounding_twice_runs_op_by_op(tmp_path):
     case.graph.output(_residual(case, (1, 4, 4, 8), per_channel=False, rounding="DOUBLE_ROUND"))
     assert _fused(case, tmp_path) == []
     _agree(case)
+
+
+def test_a_single_op_whose_loop_is_not_compiled_yet_runs_its_reference(tmp_path, monkeypatch):
+    """A fast form without a plan-time form (here AVG_POOL2D's) is called with its known
+    operands as well as its run-time one; meanwhile the reference gets each once."""
+    from pyvgf.fast import pool
+
+    case = GraphCase(Graph(), description="avg pool")
+    x = case.input(F32, (1, 6, 6, 4))
+    case.graph.output(case.graph.op(
+        "AVG_POOL2D", input=x, input_zp=np.zeros(1, F32), output_zp=np.zeros(1, F32), kernel=(2, 2),
+        stride=(2, 2), pad=(0, 0, 0, 0), acc_type="FP32", result=(F32, (1, 3, 3, 4))))
+    inputs = case.random_inputs(2)
+
+    class NotYet:  # the loop, serial or threaded, not compiled yet
+        def __call__(self, *args: object) -> None:
+            raise background.NotCompiled("avg_pool_float_rows")
+        serial = threaded = __call__
+    monkeypatch.setattr(pool, "avg_pool_float_rows", NotYet())
+    monkeypatch.setattr(fast, "_background", True)
+    interim = _plan(case, tmp_path)
+    meanwhile = interim.run(inputs)[0]
+    assert interim.interim_steps == 1
+    reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
+    np.testing.assert_array_equal(meanwhile, reference)

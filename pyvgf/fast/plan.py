@@ -170,8 +170,8 @@ class FastPlan(GraphPlan):
             except background.NotCompiled:
                 self.interim_steps += 1
                 operands.pop("epilogue", None)
-                if group is None:
-                    return OPS[node.op].fn(**known, **operands)
+                if group is None:  # (operands may hold the known ones too: fn's `static`)
+                    return OPS[node.op].fn(**{**known, **operands})
                 return self._reference(*group, operands)
         return step
 
