@@ -245,3 +245,4 @@ def test_a_single_op_whose_loop_is_not_compiled_yet_runs_its_reference(tmp_path,
     assert interim.interim_steps == 1
     reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
     np.testing.assert_array_equal(meanwhile, reference)
+

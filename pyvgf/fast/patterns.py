@@ -94,6 +94,11 @@ class Steps:
     def shape(self, i: int) -> tuple[int, ...]:
         return tuple(self.planned[i].node.result_type.shape)
 
+    def rows(self, i: int) -> bool:
+        """Whether step i's result has rows to loop over: a last axis (rank 0 is valid SPIR-V,
+        though model-converter writes a scalar as shape [1]; a dimension is at least 1)."""
+        return len(self.shape(i)) > 0
+
     def made_shape(self, arg: Slot) -> tuple[int, ...]:
         """The shape of a slot's value: a step's result or a graph input (`inputs`)."""
         i = self.made_by.get(arg.index)
@@ -146,7 +151,8 @@ def _layer_norm(steps: Steps, i: int) -> Found | None:
         return None
     mean = steps.then(i, "MUL")
     sub = mean and steps.then(mean[0], "SUB", ("input2",))
-    if sub is None or steps.arg(sub[0], "input1") != x or steps.shape(sub[0]) != steps.made_shape(x):
+    if sub is None or steps.arg(sub[0], "input1") != x or steps.shape(sub[0]) != steps.made_shape(x) \
+            or not steps.rows(sub[0]):
         return None
     inv_n = _scalar(steps.other(*mean))
     users = steps.users(sub[0])
@@ -197,7 +203,8 @@ def _gelu(steps: Steps, i: int) -> Found | None:
     plus = steps.then(i, "ADD")
     k = plus and _scalar(steps.other(*plus))
     final = plus and steps.then(plus[0], "MUL")
-    if h is None or a is None or k is None or final is None or steps.shape(final[0]) != steps.made_shape(h):
+    if h is None or a is None or k is None or final is None or steps.shape(final[0]) != steps.made_shape(h) \
+            or not steps.rows(final[0]):
         return None
     product = steps.other(*final)
     half = steps.made_by.get(product.index) if isinstance(product, Slot) else None
@@ -247,7 +254,7 @@ def _single_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, obje
 def _residual(steps: Steps, i: int) -> Found | None:
     """RESCALE(x) -> ADD(y, that) -> RESCALE: a quantized residual ADD (int8 or int16 x, the
     int32 sum), as TOSA writes one; found from its ADD."""
-    if steps.op(i) != "ADD" or steps.planned[i].node.result_type.dtype != I32:
+    if steps.op(i) != "ADD" or steps.planned[i].node.result_type.dtype != I32 or not steps.rows(i):
         return None
     shape = steps.shape(i)
     inner = None

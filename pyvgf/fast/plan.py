@@ -83,17 +83,13 @@ class FastPlan(GraphPlan):
                          every_step=every_step)
 
     def _rewrite(self, planned: list[Planned]) -> list[Planned]:  # type: ignore[override]
-        """Run each row-wise pattern as one step (patterns.py), then fuse each band-wise op whose
-        input only it reads into that input's producer."""
+        """Run each pattern as one step (patterns.py), then fuse each band-wise op whose input
+        only it reads into that input's producer."""
         results = {r.index for r in self._results if isinstance(r, Slot)}
         slot_of = {p.node.id: self._values.get((p.node.id, None)) for p in planned}
-        planned = self._patterns(planned, slot_of, results)
-        readers: dict[int, list[tuple[int, str]]] = {}
-        for i, p in enumerate(planned):
-            for name, arg in p.args.items():
-                for part in arg if isinstance(arg, list) else [arg]:
-                    if isinstance(part, Slot):
-                        readers.setdefault(part.index, []).append((i, name))
+        inputs = [tuple(i.type.shape) for i in self.graph.inputs]
+        planned = self._patterns(patterns.Steps(planned, slot_of, results, inputs))
+        readers = patterns.Steps(planned, slot_of, results, inputs).readers
         taken: set[int] = set()  # indices of the nodes fused into an earlier one
         fused = []
         for i, p in enumerate(planned):
@@ -124,11 +120,11 @@ class FastPlan(GraphPlan):
         self._calls_blas = any(p.opdef.blas for p in fused)
         return fused
 
-    def _patterns(self, planned: list[Planned], slot_of: dict[int, Slot | None],
-                  results: set[int]) -> list[Planned]:
-        """The steps with each pattern patterns.find finds run as one step, where its first was."""
-        inputs = [tuple(i.type.shape) for i in self.graph.inputs]
-        found = patterns.find(patterns.Steps(planned, slot_of, results, inputs))
+    def _patterns(self, steps: patterns.Steps) -> list[Planned]:
+        """The steps, each pattern patterns.find finds among them run as one step, placed where
+        the node it is named for was."""
+        planned = steps.planned
+        found = patterns.find(steps)
         at = {next(i for i in hit.steps if planned[i].node is hit.step.node): hit for hit in found}
         gone = {i for hit in found for i in hit.steps}
         kept = []
