@@ -15,8 +15,11 @@ import numpy as np
 import pytest
 
 from pyvgf.build import Graph
-from pyvgf.fast import conv
 from pyvgf.testing import GraphCase, assert_backends_agree
+
+pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
+
+from pyvgf.fast import conv
 
 pytestmark = pytest.mark.fast
 

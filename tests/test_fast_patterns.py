@@ -9,13 +9,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pyvgf import fast
 from pyvgf.build import Graph
-from pyvgf.fast import background, patterns
-from pyvgf.fast.plan import FastPlan
 from pyvgf.testing import GraphCase, assert_backends_agree
 from pyvgf.testing.case import Domain
 from support.spirv import vgf_graph
+
+pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
+
+from pyvgf import fast
+from pyvgf.fast import background, patterns
+from pyvgf.fast.plan import FastPlan
 
 pytestmark = pytest.mark.fast
 

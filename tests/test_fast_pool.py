@@ -13,8 +13,11 @@ from hypothesis import strategies as st
 
 import pyvgf
 from pyvgf.build import Graph
-from pyvgf.fast import pool
 from pyvgf.testing import GraphCase
+
+pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
+
+from pyvgf.fast import pool
 
 pytestmark = pytest.mark.fast
 
