@@ -75,6 +75,17 @@ def _gelu(case: GraphCase, shape: tuple[int, ...], biased: bool, *, swap: bool =
     return _mul(g, *pair(one_plus, half), shape)
 
 
+def _softmax(case: GraphCase, shape: tuple[int, ...], nan_mode: str = "PROPAGATE"):
+    """softmax along the last axis as torch's softmax is lowered to TOSA."""
+    g = case.graph
+    reduced = (*shape[:-1], 1)
+    x = case.input(F32, shape)
+    top = g.op("REDUCE_MAX", input=x, axis=len(shape) - 1, nan_mode=nan_mode, result=(F32, reduced))
+    e = g.op("EXP", input1=g.op("SUB", input1=x, input2=top, result=(F32, shape)), result=(F32, shape))
+    total = g.op("REDUCE_SUM", input=e, axis=len(shape) - 1, result=(F32, reduced))
+    return _mul(g, e, g.op("RECIPROCAL", input1=total, result=(F32, reduced)), shape)
+
+
 def _plan(case: GraphCase, tmp_path) -> FastPlan:
     path = tmp_path / "case.vgf"
     path.write_bytes(case.to_vgf())
@@ -88,6 +99,32 @@ def _fused(case: GraphCase, tmp_path) -> list[tuple[str, ...]]:
 def _agree(case: GraphCase, seed: int = 7) -> None:
     results = assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=("reference", "cpu"))
     assert len(np.unique(results[0])) > 1  # not a constant result
+
+
+@pytest.mark.parametrize("nan_mode", ["PROPAGATE", "IGNORE"])
+def test_a_softmax_runs_as_one_step(nan_mode, tmp_path):
+    """Rows holding NaN, +-inf, all-equal and large values too, under either NaN mode (a NaN
+    makes its row's softmax all NaN under both)."""
+    case = GraphCase(Graph(), description="softmax")
+    case.graph.output(_softmax(case, (2, 9, 31), nan_mode))
+    assert _fused(case, tmp_path) == [("REDUCE_MAX", "SUB", "EXP", "REDUCE_SUM", "RECIPROCAL", "MUL")]
+    (x,) = case.random_inputs(5)
+    x[0, 0, 3] = np.nan
+    x[0, 1, :] = np.nan
+    x[0, 2, 7] = np.inf
+    x[0, 3, 2] = -np.inf
+    x[1, 0, :] = 2.5
+    x[1, 1, :] *= 500  # exp overflows fp32 unless the row's maximum is taken off first
+    results = assert_backends_agree(case.to_vgf(), [x], backends=("reference", "cpu"))
+    assert np.isfinite(results[0][1]).all() and len(np.unique(results[0])) > 100
+
+
+@settings(max_examples=15, deadline=None)
+@given(rows_=st.integers(1, 40), columns=st.integers(1, 300), seed=st.integers(0, 2**16))
+def test_softmaxes_of_any_shape_agree(rows_, columns, seed):
+    case = GraphCase(Graph(), description="softmax")
+    case.graph.output(_softmax(case, (rows_, columns)))
+    assert_backends_agree(case.to_vgf(), case.random_inputs(seed), backends=("reference", "cpu"))
 
 
 LAYER_NORM = ("REDUCE_SUM", "MUL", "SUB", "MUL", "REDUCE_SUM", "MUL", "ADD", "RSQRT", "MUL")
@@ -147,22 +184,25 @@ def test_a_norm_along_another_axis_runs_op_by_op(tmp_path):
     _agree(case)
 
 
-@pytest.mark.parametrize("pattern", ["layer_norm", "gelu", "residual"])
+@pytest.mark.parametrize("pattern", ["layer_norm", "gelu", "residual", "softmax"])
 def test_a_pattern_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pattern, tmp_path, monkeypatch):
     """While the compiler process makes its loop (background.py), the fused step runs the
     reference operators it stands for, in turn."""
     case = GraphCase(Graph(), description=pattern)
     make = {"layer_norm": lambda: _layer_norm(case, (4, 32), True),
             "gelu": lambda: _gelu(case, (1, 4, 32), True),
-            "residual": lambda: _residual(case, (1, 4, 5, 8), per_channel=True)}
+            "residual": lambda: _residual(case, (1, 4, 5, 8), per_channel=True),
+            "softmax": lambda: _softmax(case, (4, 32))}
     case.graph.output(make[pattern]())
     inputs = case.random_inputs(3)
     plan = _plan(case, tmp_path)
     compiled = plan.run(inputs)[0]
 
+    loop = "softmax_shift_rows" if pattern == "softmax" else f"{pattern}_rows"
+
     def not_yet(*args: object) -> None:
-        raise background.NotCompiled(f"{pattern}_rows")
-    monkeypatch.setattr(patterns, f"{pattern}_rows", not_yet)
+        raise background.NotCompiled(loop)
+    monkeypatch.setattr(patterns, loop, not_yet)
     monkeypatch.setattr(fast, "_background", True)  # (the tests' conftest turns it off)
     interim = _plan(case, tmp_path)
     meanwhile = interim.run(inputs)[0]

@@ -483,6 +483,36 @@ def _erf_blocks(x: np.ndarray, out: np.ndarray, block: int) -> None:
 erf_blocks = _RowLoop(_erf_blocks, contract=True)
 
 
+
+@_RowLoop
+def softmax_shift_rows(x: np.ndarray, out: np.ndarray) -> None:
+    """out [rows, C] = each row of x less its maximum, as REDUCE_MAX and SUB make it in fp32
+    for a softmax. A NaN is left out of the maximum (or is it, where it comes first): either
+    way the row's softmax is all NaN, as under both of REDUCE_MAX's NaN modes, since the NaN
+    reaches the row's sum."""
+    for i in prange(x.shape[0]):
+        row, res = x[i], out[i]
+        top = row[0]
+        for j in range(1, row.shape[0]):
+            top = max(top, row[j])
+        for j in range(row.shape[0]):
+            res[j] = row[j] - top
+
+
+@_RowLoop
+def softmax_scale_rows(e: np.ndarray) -> None:
+    """In place on each row of e [rows, C] (its exponentials): e * (1 / sum(e)), as
+    REDUCE_SUM, RECIPROCAL and MUL make it in fp32; the sum accumulated in float64 and rounded
+    once."""
+    for i in prange(e.shape[0]):
+        row = e[i]
+        total = 0.0
+        for j in range(row.shape[0]):
+            total += row[j]
+        scale = np.float32(1) / np.float32(total)
+        for j in range(row.shape[0]):
+            row[j] = row[j] * scale
+
 @_RowLoop
 def layer_norm_rows(x: np.ndarray, out: np.ndarray, inv_n: np.float32, inv_n2: np.float32,
                     eps: np.float32, scale: np.ndarray, scaled: bool, offset: np.ndarray,
