@@ -581,31 +581,34 @@ def _pool_span(size: int, start: int, kernel: int) -> tuple[int, int]:
 
 
 @_inlined
-def _window_sum(x: np.ndarray, b: int, rows: tuple[int, int], cols: tuple[int, int],
-                acc: np.ndarray) -> None:
-    """acc = the sum, from zero and in (y, x) order, of x[b]'s pixels in the given spans."""
+def _window_total(x: np.ndarray, b: int, r: int, ox: int, kernel_y: int, kernel_x: int,
+                  pad_top: int, pad_left: int, stride_y: int, stride_x: int,
+                  acc: np.ndarray) -> int:
+    """acc = the sum, from zero and in (y, x) order, of x[b]'s pixels in the window of output
+    (r, ox) that land inside x (padding adds 0); returns how many there are."""
+    y0, y1 = _pool_span(x.shape[1], r * stride_y - pad_top, kernel_y)
+    x0, x1 = _pool_span(x.shape[2], ox * stride_x - pad_left, kernel_x)
     acc[:] = 0
-    for iy in range(rows[0], rows[1]):
-        for ix in range(cols[0], cols[1]):
+    for iy in range(y0, y1):
+        for ix in range(x0, x1):
             pixel = x[b, iy, ix]
             for c in range(acc.shape[0]):
                 acc[c] += pixel[c]
+    return (y1 - y0) * (x1 - x0)
 
 
 def _avg_pool_float_rows(x: np.ndarray, kernel_y: int, kernel_x: int, pad_top: int,
                          pad_left: int, stride_y: int, stride_x: int, out: np.ndarray) -> None:
-    """AVG_POOL2D of fp32 x [N, H, W, C] into out [N, OH, OW, C]: each window's sum in fp32,
-    from zero in (ky, kx) order over the taps inside x (a padding tap adds +0, which changes
-    no sum that starts from +0), divided in fp32 by the count of those taps."""
+    """AVG_POOL2D of fp32 x [N, H, W, C] into out [N, OH, OW, C]: each window's sum in fp32
+    (_window_total: a padding tap adds +0, which changes no sum that starts from +0), divided
+    in fp32 by the count of its taps inside x."""
     n, rows, width, channels = out.shape
     for j in prange(n * rows):
         b, r = j // rows, j % rows
-        span_y = _pool_span(x.shape[1], r * stride_y - pad_top, kernel_y)
         acc = np.empty(channels, np.float32)
         for ox in range(width):
-            span_x = _pool_span(x.shape[2], ox * stride_x - pad_left, kernel_x)
-            _window_sum(x, b, span_y, span_x, acc)
-            count = np.float32((span_y[1] - span_y[0]) * (span_x[1] - span_x[0]))
+            count = np.float32(_window_total(x, b, r, ox, kernel_y, kernel_x, pad_top, pad_left,
+                                             stride_y, stride_x, acc))
             o = out[b, r, ox]
             for c in range(channels):
                 o[c] = acc[c] / count
@@ -616,32 +619,22 @@ avg_pool_float_rows = _RowLoop(_avg_pool_float_rows)
 
 def _avg_pool_int_rows(x: np.ndarray, zero_point: int, kernel_y: int, kernel_x: int,
                        pad_top: int, pad_left: int, stride_y: int, stride_x: int,
-                       out: np.ndarray, output_zp: int, low: int, high: int) -> None:
+                       out: np.ndarray, multipliers: np.ndarray, shifts: np.ndarray,
+                       output_zp: int, low: int, high: int) -> None:
     """AVG_POOL2D of integer x [N, H, W, C] into out [N, OH, OW, C], in int64: each window's
-    sum of x - zero_point over the taps inside x (padding adds 0), then the specification's
-    reciprocal_scale of their count and apply_scale_32 (sum * multiplier + 2**(shift-1),
-    shifted right by shift), plus output_zp, clamped to [low, high]."""
+    sum of x - zero_point over its taps inside x (_window_total), rescaled (_rescaled) by the
+    specification's reciprocal_scale of their count: multipliers[count], shifts[count]."""
     n, rows, width, channels = out.shape
     for j in prange(n * rows):
         b, r = j // rows, j % rows
-        span_y = _pool_span(x.shape[1], r * stride_y - pad_top, kernel_y)
         acc = np.empty(channels, np.int64)
         for ox in range(width):
-            span_x = _pool_span(x.shape[2], ox * stride_x - pad_left, kernel_x)
-            _window_sum(x, b, span_y, span_x, acc)
-            count = (span_y[1] - span_y[0]) * (span_x[1] - span_x[0])
-            bits, rest = 0, count - 1  # the bit length of count - 1
-            while rest > 0:
-                bits += 1
-                rest >>= 1
-            multiplier = (((1 << 30) + 1) << bits) // count
-            shift = 30 + bits
-            offset = count * zero_point
-            rounding = np.int64(1) << (shift - 1)
+            count = _window_total(x, b, r, ox, kernel_y, kernel_x, pad_top, pad_left, stride_y,
+                                  stride_x, acc)
+            offset, multiplier, shift = count * zero_point, multipliers[count], shifts[count]
             o = out[b, r, ox]
             for c in range(channels):
-                v = (((acc[c] - offset) * multiplier + rounding) >> shift) + output_zp
-                o[c] = min(max(v, low), high)
+                o[c] = _rescaled(acc[c] - offset, multiplier, shift, output_zp, low, high)
 
 
 avg_pool_int_rows = _RowLoop(_avg_pool_int_rows)
@@ -712,6 +705,18 @@ def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: in
                     run[start + hi:start + width] = zero
 
 
+@_inlined
+def _block_product(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int, b: int,
+                   top: int, pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                   dilation_x: int, rows: int, width: int, out: np.ndarray) -> None:
+    """out [rows * OW, OC] = the _patches of `rows` output rows (the first row's windows
+    starting at row `top`) times w, in one BLAS call."""
+    patches = np.empty((w.shape[0], rows * width), w.dtype)
+    _patches(x, zero_point, kh, kw, b, top, pad_left, stride_y, stride_x, dilation_y,
+             dilation_x, rows, width, patches)
+    np.dot(patches.T, w, out)
+
+
 @_RowLoop
 def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int,
                 pad_top: int, pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
@@ -728,11 +733,9 @@ def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: in
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
-        patches = np.empty((w.shape[0], count * width), w.dtype)
-        _patches(x, zero_point, kh, kw, b, (first + r) * stride_y - pad_top, pad_left,
-                 stride_y, stride_x, dilation_y, dilation_x, count, width, patches)
         out = acc[b, r:r + count].reshape(count * width, channels)
-        np.dot(patches.T, w, out)
+        _block_product(x, zero_point, w, kh, kw, b, (first + r) * stride_y - pad_top, pad_left,
+                       stride_y, stride_x, dilation_y, dilation_x, count, width, out)
         if finish:
             for i in range(count * width):
                 _bias_clamp_inlined(out[i], bias, low, high, nan_to_low)
@@ -752,11 +755,9 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
-        patches = np.empty((w.shape[0], count * width), w.dtype)
-        _patches(x, zero_point, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
-                 stride_x, dilation_y, dilation_x, count, width, patches)
         acc = np.empty((count * width, channels), w.dtype)
-        np.dot(patches.T, w, acc)
+        _block_product(x, zero_point, w, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
+                       stride_x, dilation_y, dilation_x, count, width, acc)
         for i in range(count * width):
             _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                          out[b, r + i // width, i % width])

@@ -5,12 +5,13 @@ copy and then one numpy pass per kernel tap. Other types run the reference."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import numpy as np
 
 from ..tosa._common import F32, I8, I16, scalar
-from ..tosa.pool import NAN_IGNORE, NAN_PROPAGATE
+from ..tosa.pool import NAN_IGNORE, NAN_PROPAGATE, _reciprocal_scale
 from ..tosa.pool import avg_pool2d as reference_avg_pool2d
 from ..tosa.pool import max_pool2d as reference_max_pool2d
 from .compiled import avg_pool_float_rows, avg_pool_int_rows, max_pool_rows
@@ -39,7 +40,16 @@ def avg_pool2d(*, input: np.ndarray, input_zp: np.ndarray, output_zp: np.ndarray
         return _pooled(avg_pool_float_rows, input, kernel, stride, pad, (), ())
     info = np.iinfo(input.dtype)
     return _pooled(avg_pool_int_rows, input, kernel, stride, pad, (in_zp,),
-                   (scalar(output_zp), int(info.min), int(info.max)))
+                   (*_reciprocals(int(np.prod(kernel))), scalar(output_zp), int(info.min),
+                    int(info.max)))
+
+
+@functools.cache
+def _reciprocals(taps: int) -> tuple[np.ndarray, np.ndarray]:
+    """The specification's reciprocal_scale of each count of taps a window may have, as the
+    reference makes it (pyvgf/tosa/pool.py): (multiplier, shift), int64 vectors indexed by
+    the count, 1..taps (entry 0 unused)."""
+    return _reciprocal_scale(np.maximum(np.arange(taps + 1, dtype=np.int64), 1))
 
 
 @fast_op("MAX_POOL2D")
