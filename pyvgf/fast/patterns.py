@@ -125,18 +125,26 @@ def _per_column(arg: Known | Slot | None, columns: int) -> np.ndarray | None:
     return np.ascontiguousarray(np.broadcast_to(value.reshape(-1), (columns,)))
 
 
-def _step(name: str, fn: Callable[[np.ndarray], np.ndarray], steps: Steps, indices: Sequence[int],
-          source: Slot) -> Found:
-    """The step running a pattern: fn(the value of source), standing for the steps `indices`
-    (in plan order: the first one's node is the step's and reads source, the last one's result
-    is its result)."""
-    first, *rest = (steps.planned[i] for i in indices)
-    operand = next(n for n, a in first.args.items() if a == source)
+def _step(name: str, fn: Callable[..., np.ndarray], steps: Steps, indices: Sequence[int],
+          sources: dict[str, Slot], at: int | None = None) -> Found:
+    """The step running a pattern, standing for the steps `indices` (in plan order; the last
+    one's result is its result): fn of the values of `sources`, in their order, which the step
+    reads under their names as operands of the node of step `at` (the first of `indices`
+    unless given), whose place in the plan it takes."""
+    at = indices[0] if at is None else at
+    names = tuple(sources)
 
     def run(**operands: np.ndarray) -> np.ndarray:
-        return fn(operands[operand])
-    tail = tuple((p.node, p.opdef, p.args) for p in rest)
-    return Found(tuple(indices), Planned(first.node, FastOpDef(name, run, None), {operand: source}, tail))
+        return fn(*(operands[n] for n in names))
+    tail = tuple((steps.planned[j].node, steps.planned[j].opdef, steps.planned[j].args)
+                 for j in indices if j != at)
+    return Found(tuple(indices), Planned(steps.planned[at].node, FastOpDef(name, run, None),
+                                         dict(sources), tail))
+
+
+def _read(steps: Steps, i: int, source: Slot) -> dict[str, Slot]:
+    """source under the name step i reads it as."""
+    return {next(n for n, a in steps.planned[i].args.items() if a == source): source}
 
 
 def _rows(x: np.ndarray) -> np.ndarray:
@@ -172,7 +180,8 @@ def _softmax(steps: Steps, i: int) -> Found | None:
         np.exp(rows, out=rows)
         softmax_scale_rows(rows)
         return out
-    return _step("SOFTMAX", softmax, steps, sorted((i, sub[0], exp[0], total, reciprocal[0], mul)), x)
+    return _step("SOFTMAX", softmax, steps, sorted((i, sub[0], exp[0], total, reciprocal[0], mul)),
+                 _read(steps, i, x))
 
 
 def _layer_norm(steps: Steps, i: int) -> Found | None:
@@ -218,7 +227,7 @@ def _layer_norm(steps: Steps, i: int) -> Found | None:
                         ones if scale is None else scale, scale is not None,
                         zeros if offset is None else offset, offset is not None)
         return out
-    return _step("LAYER_NORM", layer_norm, steps, sorted(chain), x)
+    return _step("LAYER_NORM", layer_norm, steps, sorted(chain), _read(steps, i, x))
 
 
 def _gelu(steps: Steps, i: int) -> Found | None:
@@ -268,7 +277,7 @@ def _gelu(steps: Steps, i: int) -> Found | None:
         gelu_rows(_rows(x), out.reshape(-1, columns), no_bias if bias is None else bias,
                   bias is not None, a, k, c)
         return out
-    return _step("GELU", gelu, steps, chain, source)
+    return _step("GELU", gelu, steps, chain, _read(steps, chain[0], source))
 
 
 def _single_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, object] | None:
@@ -326,14 +335,9 @@ def _residual(steps: Steps, i: int) -> Found | None:
                       scale_out.high, out.reshape(rows))
         return out
     y_name, x_name = ("input2", "input1") if inner[1] == "input1" else ("input1", "input2")
-    members = sorted((inner[0], i, after[0]))
-
-    def run(**operands: np.ndarray) -> np.ndarray:
-        return residual(operands[y_name], operands[x_name])
-    tail = tuple((steps.planned[j].node, steps.planned[j].opdef, steps.planned[j].args)
-                 for j in members if j != i)
-    step = Planned(steps.planned[i].node, FastOpDef("RESIDUAL_ADD", run, None), {y_name: y, x_name: x}, tail)
-    return Found(tuple(members), step)
+    # The ADD's place: y may be made after the inner RESCALE; x stands for that RESCALE's result.
+    return _step("RESIDUAL_ADD", residual, steps, sorted((inner[0], i, after[0])),
+                 {y_name: y, x_name: x}, at=i)
 
 
 PATTERNS = (_softmax, _layer_norm, _gelu, _residual)
