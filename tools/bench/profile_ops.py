@@ -38,7 +38,7 @@ def _kind(op: str, weight: object) -> str:
         return "pointwise convolution" if shape[1] == shape[2] == 1 else "other convolution"
     if op in ("MATMUL", "FULLY_CONNECTED"):
         return "matrix product"
-    return op.lower()
+    return {"LAYER_NORM": "layernormalization"}.get(op, op.lower())
 
 
 def _conv_weights(path: Path) -> dict[str, list[int]]:
@@ -120,17 +120,18 @@ def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
     operand, or the one its plan-time form was made with); with `by_shape`, and the shape of
     its `input` operand."""
     @functools.wraps(fn)
-    def step(**kwargs: object) -> object:
+    def step(*args: object, **kwargs: object) -> object:
         if depth[0]:  # an op called by another (a fused epilogue's generic form)
-            return fn(**kwargs)
+            return fn(*args, **kwargs)
         fused = getattr(kwargs.get("epilogue", epilogue), "ops", ())
         label = " + ".join((name, *fused))
-        if by_shape and hasattr(kwargs.get("input"), "shape"):
-            label += " " + "x".join(map(str, kwargs["input"].shape))  # type: ignore[union-attr]
+        first = kwargs.get("input", args[0] if args else None)
+        if by_shape and hasattr(first, "shape"):
+            label += " " + "x".join(map(str, first.shape))  # type: ignore[union-attr]
         depth[0] += 1
         start = time.perf_counter()
         try:
-            return fn(**kwargs)
+            return fn(*args, **kwargs)
         finally:
             seconds = time.perf_counter() - start
             spent[label] += seconds
@@ -191,6 +192,14 @@ def main(argv: list[str] | None = None) -> int:
             if extra.prepare is not None:  # a step's plan-time form, timed as the op
                 extra.prepare = _prepared_timed(name, extra.prepare, spent, steps, depth,
                                                 args.by_shape, kinds)
+        from pyvgf.fast import patterns
+
+        make_step = patterns._step  # a pattern's step, timed under the pattern's name
+
+        def timed_step(name: str, fn: Callable[..., object], *rest: object, **named: object) -> object:
+            return make_step(name, _timed(name, fn, spent, steps, depth, by_shape=args.by_shape,
+                                          kinds=kinds), *rest, **named)
+        patterns._step = timed_step
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
         m.run(model.inputs)
