@@ -16,6 +16,9 @@ Plan-time forms (`_step_fn`): an op with a `prepare` form gets it once per step.
 Threads (`_running`): a run of a graph that calls BLAS holds BLAS at one thread while the
 compiled loops split their rows over numba's threads (threads.py).
 
+Memory: at load, the plan asks glibc's malloc to keep as much freed memory as its graph's
+results take, so that a run's arrays are not faulted in afresh on every run (memory.py).
+
 Interim steps (`_interim`): while a compiled loop a step calls is not compiled yet (a machine's
 first runs: background.py), the step runs the reference operators it stands for instead, in
 turn (a producer's and those fused into it, or a pattern's), with the same results (integers
@@ -50,6 +53,7 @@ from . import (  # noqa: F401  (each registers its fast ops)
     background_compile,
     conv,
     elementwise,
+    memory,
     patterns,
     pool,
     rescale,
@@ -81,6 +85,7 @@ class FastPlan(GraphPlan):
         still being compiled (`_interim`)."""
         super().__init__(graph, constants, fast_ops(OPS) if ops is None else ops,
                          every_step=every_step)
+        memory.keep_freed(sum(t.size * t.dtype.itemsize for step in self._steps for t in step.types))
 
     def _rewrite(self, planned: list[Planned]) -> list[Planned]:  # type: ignore[override]
         """Run each pattern as one step (patterns.py), then fuse each band-wise op whose input
