@@ -30,8 +30,13 @@ from collections.abc import Callable
 
 import numpy as np
 from numba import njit, prange
+from numba.core import types as nbtypes
 
-from . import background, threads
+from . import (
+    background,
+    blas,  # noqa: F401  (binds the loops' GEMM names before any loop is compiled)
+    threads,
+)
 
 LOOPS: dict[str, object] = {}
 """Every loop compiled on its own (not inlined), by name: for `cache_status`, and for the
@@ -116,6 +121,52 @@ class _RowLoop:
 
     def __call__(self, *args: object) -> None:
         (self.threaded if threads.spread() else self.serial)(*args)
+
+
+_POINTER = nbtypes.voidptr
+_SGEMM = nbtypes.ExternalFunction("pyvgf_sgemm", nbtypes.void(*[_POINTER] * 13))
+_DGEMM = nbtypes.ExternalFunction("pyvgf_dgemm", nbtypes.void(*[_POINTER] * 13))
+"""BLAS's Fortran GEMMs (every operand by address), bound by blas.py to MKL's or OpenBLAS's."""
+
+
+@_inlined
+def _operand(x: np.ndarray) -> tuple[int, int]:
+    """How BLAS's column-major GEMM reads x.T from x's memory: ("N" or "T", its leading
+    dimension); x has a unit stride along one of its axes."""
+    rows, cols = x.shape
+    row_step, col_step = x.strides[0] // x.itemsize, x.strides[1] // x.itemsize
+    if col_step == 1 or cols == 1:
+        return 78, max(row_step if rows > 1 else cols, cols, 1)
+    return 84, max(col_step if cols > 1 else rows, rows, 1)
+
+
+@_inlined
+def _gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
+    """out = a @ b for float32 or float64 matrices, each with a unit stride along one axis
+    (out along its rows), on the calling thread: out.T = b.T @ a.T in BLAS's column-major
+    terms, so row strides (a block of out's columns) and transposed views cost no copy."""
+    m, k = a.shape
+    n = b.shape[1]
+    if m == 0 or n == 0:
+        return
+    if k == 0:
+        out[:] = 0
+        return
+    trans = np.empty(2, np.uint8)
+    trans[0], lda = _operand(b)
+    trans[1], ldb = _operand(a)
+    sizes = np.empty(6, np.int32)
+    sizes[0], sizes[1], sizes[2], sizes[3], sizes[4] = n, m, k, lda, ldb
+    sizes[5] = max(out.strides[0] // out.itemsize if m > 1 else n, n, 1)
+    scale = np.empty(2, out.dtype)
+    scale[0], scale[1] = 1, 0
+    operands = (trans[0:].ctypes, trans[1:].ctypes, sizes[0:].ctypes, sizes[1:].ctypes,
+                sizes[2:].ctypes, scale[0:].ctypes, b.ctypes, sizes[3:].ctypes, a.ctypes,
+                sizes[4:].ctypes, scale[1:].ctypes, out.ctypes, sizes[5:].ctypes)
+    if out.itemsize == 4:
+        _SGEMM(*operands)
+    else:
+        _DGEMM(*operands)
 
 
 @_serial
@@ -329,7 +380,7 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
     for k in prange(blocks):
         first, stop = k * step, min(rows, k * step + step)
         if first < stop:
-            np.dot(a[first:stop], b, out[first:stop])
+            _gemm(a[first:stop], b, out[first:stop])
             if finish:
                 for i in range(first, stop):
                     _bias_clamp_row(out[i], bias, low, high, nan_to_low)
@@ -340,20 +391,18 @@ def gemm_columns(a: np.ndarray, bt: np.ndarray, out: np.ndarray, blocks: int, fi
                  bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
     """gemm_rows with out's columns split instead of its rows, for results of few rows: each
     block's BLAS call then packs its own columns of b, not the whole of it. bt is b
-    transposed, C-contiguous [N, K]; each block's columns are made in a temporary, then
-    copied to out (and finished, as gemm_rows does) while in cache."""
+    transposed, C-contiguous [N, K]; each block's columns are made in place (and finished,
+    as gemm_rows does, while in cache)."""
     rows, cols = out.shape
     step = -(-cols // blocks)
     for k in prange(blocks):
         first, stop = k * step, min(cols, k * step + step)
         if first < stop:
-            part = np.empty((rows, stop - first), out.dtype)
-            np.dot(a, bt[first:stop].T, part)
-            for i in range(rows):
-                row = out[i, first:stop]
-                row[:] = part[i]
-                if finish:
-                    _bias_clamp_row(row, bias[first:stop], low, high, nan_to_low)
+            part = out[:, first:stop]
+            _gemm(a, bt[first:stop].T, part)
+            if finish:
+                for i in range(rows):
+                    _bias_clamp_row(part[i], bias[first:stop], low, high, nan_to_low)
 
 
 @_threaded
@@ -361,7 +410,7 @@ def gemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """out[i] = a[i] @ b[i] for float32 or float64 batches [B, M, K] @ [B, K, N] (each matrix
     C-contiguous), the B products over numba's threads, one BLAS call each."""
     for i in prange(a.shape[0]):
-        np.dot(a[i], b[i], out[i])
+        _gemm(a[i], b[i], out[i])
 
 
 @_RowLoop
@@ -383,7 +432,7 @@ def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.nd
                 for j in range(a.shape[1]):
                     part[i, j] = a[first + i, j] - a_offset
             acc = np.empty((stop - first, cols), b.dtype)
-            np.dot(part, b, acc)
+            _gemm(part, b, acc)
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                              out[first + i])
@@ -406,7 +455,7 @@ def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: n
                 for j in range(a.shape[1]):
                     whole[i, j] = a[i, j] - a_offset
             part = np.empty((rows, stop - first), bt.dtype)
-            np.dot(whole, bt[first:stop].T, part)
+            _gemm(whole, bt[first:stop].T, part)
             for i in range(rows):
                 _rescale_row(part[i], offset[first:stop], True, multiplier[first:stop],
                              shift[first:stop], output_zp, low, high, out[i, first:stop])
@@ -714,7 +763,7 @@ def _block_product(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw:
     patches = np.empty((w.shape[0], rows * width), w.dtype)
     _patches(x, zero_point, kh, kw, b, top, pad_left, stride_y, stride_x, dilation_y,
              dilation_x, rows, width, patches)
-    np.dot(patches.T, w, out)
+    _gemm(patches.T, w, out)
 
 
 @_RowLoop

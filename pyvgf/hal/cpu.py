@@ -78,6 +78,10 @@ def report() -> str:
                    None: "none: the loops run on one thread"}[layer()]
         lines.append(f"  threads: {threads or 'one a core'} (pyvgf.set_num_threads, "
                      f"load(..., threads=N)), on {running}")
+        from ..fast.blas import LIBRARY
+
+        lines.append("  GEMMs: " + ("Intel MKL (the mkl extra)" if LIBRARY == "mkl" else
+                                    "SciPy's OpenBLAS (pip install 'pyvgf[mkl]' for MKL, faster on x86-64)"))
     else:
         lines.append(f"  executor: reference (plain numpy; {', '.join(fast.missing())} not "
                      f"installed: pip install 'pyvgf[fast]' for the fast executor)")

@@ -598,6 +598,8 @@ def _provenance() -> dict:
         commit = None
     versions = {name: getattr(sys.modules[name], "__version__", None)
                 for name in ("numpy", "numba", "scipy", "torch", "onnxruntime") if name in sys.modules}
+    if "pyvgf.fast.blas" in sys.modules:
+        versions["blas"] = sys.modules["pyvgf.fast.blas"].LIBRARY
     return {"utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "commit": commit,
             "command": [sys.executable, *sys.argv], "python": platform.python_version(), "versions": versions}
 

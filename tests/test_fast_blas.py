@@ -1,0 +1,103 @@
+"""The compiled loops' GEMM (compiled._gemm) on the BLAS that pyvgf/fast/blas.py binds: every
+layout the loops pass gives numpy's product, and MKL and OpenBLAS give the same products."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
+
+from pyvgf.fast import blas, compiled, kernels
+
+pytestmark = pytest.mark.fast
+
+
+def _integers(rng: np.random.Generator, shape: tuple[int, ...], dtype: type) -> np.ndarray:
+    """Small integers as floats: every product and sum exact, so any order gives numpy's."""
+    return rng.integers(-64, 64, shape).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("m, k, n", [(5, 7, 3), (1, 7, 3), (5, 1, 3), (5, 7, 1), (1, 1, 1), (37, 65, 19)])
+def test_every_layout_gives_numpys_product(dtype, m, k, n):
+    """a and b by rows or by columns (a transposed view), into a whole result or a block of
+    a wider one's columns, which is left alone around it."""
+    rng = np.random.default_rng(m * 100 + k * 10 + n)
+    a, b = _integers(rng, (m, k), dtype), _integers(rng, (k, n), dtype)
+    want = a @ b
+    for left in (a, np.asfortranarray(a)):
+        for right in (b, np.asfortranarray(b)):
+            out = np.empty((m, n), dtype)
+            compiled._gemm(left, right, out)
+            np.testing.assert_array_equal(out, want)
+            wide = np.full((m, n + 5), 7, dtype)
+            compiled._gemm(left, right, wide[:, 2:2 + n])
+            np.testing.assert_array_equal(wide[:, 2:2 + n], want)
+            assert (wide[:, :2] == 7).all() and (wide[:, 2 + n:] == 7).all()
+
+
+def test_an_empty_sum_is_zero():
+    out = np.full((3, 4), 5, np.float32)
+    compiled._gemm(np.empty((3, 0), np.float32), np.empty((0, 4), np.float32), out)
+    assert (out == 0).all()
+
+
+_PRODUCTS = textwrap.dedent("""
+    import hashlib
+    import numpy as np
+    from pyvgf.fast import blas, kernels
+    rng = np.random.default_rng(5)
+    digest = hashlib.sha256()
+    for m, k, n in [(300, 64, 96), (40, 200, 500), (7, 9, 5)]:
+        a = rng.integers(-64, 64, (m, k)).astype(np.float32)
+        b = rng.integers(-64, 64, (k, n)).astype(np.float32)
+        b.flags.writeable = False
+        digest.update(kernels.gemm(a, b).tobytes())
+    print(blas.LIBRARY, digest.hexdigest())
+""")
+
+
+def _products(library: str | None) -> list[str]:
+    env = {k: v for k, v in os.environ.items() if k != "PYVGF_BLAS"}
+    if library:
+        env["PYVGF_BLAS"] = library
+    out = subprocess.run([sys.executable, "-c", _PRODUCTS], capture_output=True, text=True, env=env,
+                         check=True).stdout
+    return out.split()
+
+
+def test_openblas_and_mkl_give_the_same_products():
+    """PYVGF_BLAS=openblas binds SciPy's; without it MKL where installed. Both processes load
+    the same cached machine code and give the same exact products."""
+    openblas = _products("openblas")
+    default = _products(None)
+    assert openblas[0] == "openblas"
+    assert default[0] == ("mkl" if _mkl_installed() and sys.platform.startswith("linux") else "openblas")
+    assert default[1] == openblas[1]
+
+
+def _mkl_installed() -> bool:
+    try:
+        importlib.metadata.distribution("mkl")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_this_process_runs_mkl_sequentially_where_it_is_bound():
+    """MKL's own threads would fight the loops' (threads.py): each call runs on its caller's."""
+    if blas.LIBRARY != "mkl":
+        pytest.skip("MKL is not installed here (pip install 'pyvgf[mkl]')")
+    import threadpoolctl
+
+    mkl = [lib for lib in threadpoolctl.threadpool_info() if lib.get("internal_api") == "mkl"]
+    assert mkl and all(lib["threading_layer"] == "sequential" for lib in mkl)
+    a = np.ones((64, 64), np.float32)
+    np.testing.assert_array_equal(kernels.gemm(a, a), a @ a)
