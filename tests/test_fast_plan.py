@@ -100,17 +100,19 @@ def test_bandwise_consumers_fuse_into_convolutions(name, band_bytes, monkeypatch
 # -- band-wise arithmetic with a constant ------------------------------------------------------------
 
 
-def _conv_then(op: str, constant_shape: tuple[int, ...], *, matmul: bool = False):
-    """A 3x3 CONV2D (or a MATMUL), then `op` of its result and a constant of `constant_shape`."""
+def _conv_then(op: str, constant_shape: tuple[int, ...], *, matmul: bool = False, batch: int = 2):
+    """A 3x3 CONV2D (or a MATMUL of `batch` products), then `op` of its result and a constant
+    of `constant_shape`."""
     from pyvgf.build import Graph
     from pyvgf.testing import GraphCase
 
     case = GraphCase(Graph(), description=f"then {op}")
     g, rng = case.graph, np.random.default_rng(len(constant_shape))
     if matmul:
-        x = case.input(np.float32, (2, 9, 16))
-        y = g.op("MATMUL", A=x, B=rng.standard_normal((2, 16, 24)).astype(np.float32),
-                 A_zp=np.zeros(1, np.float32), B_zp=np.zeros(1, np.float32), result=(np.float32, (2, 9, 24)))
+        x = case.input(np.float32, (batch, 9, 16))
+        y = g.op("MATMUL", A=x, B=rng.standard_normal((batch, 16, 24)).astype(np.float32),
+                 A_zp=np.zeros(1, np.float32), B_zp=np.zeros(1, np.float32),
+                 result=(np.float32, (batch, 9, 24)))
     else:
         x = case.input(np.float32, (1, 12, 10, 8))
         y = g.op("CONV2D", input=x, weight=rng.standard_normal((24, 3, 3, 8)).astype(np.float32),
@@ -157,3 +159,21 @@ def test_a_matmul_takes_its_bias_into_its_result(tmp_path):
     path.write_bytes(case.to_vgf())
     assert [[n.op for n in chain] for chain in FastPlan(*vgf_graph(path)).fused] == [["MATMUL", "ADD"]]
     assert_backends_agree(case.to_vgf(), case.random_inputs(4), backends=("reference", "cpu"))
+
+
+@pytest.mark.parametrize("block_rows", [None, 1], ids=["unsplit", "split"])
+def test_one_matmuls_bias_is_added_in_its_blocks(block_rows, tmp_path, monkeypatch):
+    """One product then an ADD of one bias per column: the GEMM adds the bias to each block as
+    it is made (split_gemm's `finish`), or after it where it does not split; the reference's
+    results either way."""
+    from pyvgf.fast import tensor
+    from pyvgf.testing import assert_backends_agree
+
+    monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows or kernels.GEMM_BLOCK_ROWS)
+    finished: list[bool] = []
+    real = tensor.split_gemm
+    monkeypatch.setattr(tensor, "split_gemm", lambda a, b, out, finish=None: finished.append(
+        finish is not None) or real(a, b, out, finish))
+    case = _conv_then("ADD", (1, 1, 24), matmul=True, batch=1)
+    assert_backends_agree(case.to_vgf(), case.random_inputs(4), backends=("reference", "cpu"))
+    assert finished and all(finished)

@@ -532,18 +532,46 @@ def _erf_blocks(x: np.ndarray, out: np.ndarray, block: int) -> None:
 erf_blocks = _RowLoop(_erf_blocks, contract=True)
 
 
+@_inlined
+def _row_max(row: np.ndarray) -> float:
+    """The largest of a row's values, in four interleaved running maxima (each step of one
+    waits for its last, so four keep the core busy where one would leave it idle)."""
+    n = row.shape[0]
+    t0 = t1 = t2 = t3 = row[0]
+    for j in range(0, n - n % 4, 4):
+        t0, t1, t2, t3 = max(t0, row[j]), max(t1, row[j + 1]), max(t2, row[j + 2]), max(t3, row[j + 3])
+    for j in range(n - n % 4, n):
+        t0 = max(t0, row[j])
+    return max(max(t0, t1), max(t2, t3))
+
+
+@_inlined
+def _row_sum(row: np.ndarray, squared: bool) -> float:
+    """The sum in float64 of a row's values (or, `squared`, of their squares, each rounded to
+    the row's type, as a MUL makes them), in four interleaved partial sums (as _row_max): a
+    sum of float32 values rounds to the same float32 in any order but where it lies within
+    about 1e-16 of halfway between two."""
+    n = row.shape[0]
+    s0 = s1 = s2 = s3 = 0.0
+    for j in range(0, n - n % 4, 4):
+        a, b, c, d = row[j], row[j + 1], row[j + 2], row[j + 3]
+        if squared:
+            a, b, c, d = a * a, b * b, c * c, d * d
+        s0, s1, s2, s3 = s0 + a, s1 + b, s2 + c, s3 + d
+    for j in range(n - n % 4, n):
+        s0 += row[j] * row[j] if squared else row[j]
+    return (s0 + s1) + (s2 + s3)
+
 
 @_RowLoop
 def softmax_shift_rows(x: np.ndarray, out: np.ndarray) -> None:
     """out [rows, C] = each row of x less its maximum, as REDUCE_MAX and SUB make it in fp32
-    for a softmax. A NaN is left out of the maximum (or is it, where it comes first): either
-    way the row's softmax is all NaN, as under both of REDUCE_MAX's NaN modes, since the NaN
-    reaches the row's sum."""
+    for a softmax. Where a NaN is among a row's values, whatever maximum it gives, the row's
+    softmax is all NaN, as under both of REDUCE_MAX's NaN modes, since the NaN reaches the
+    row's sum."""
     for i in prange(x.shape[0]):
         row, res = x[i], out[i]
-        top = row[0]
-        for j in range(1, row.shape[0]):
-            top = max(top, row[j])
+        top = _row_max(row)
         for j in range(row.shape[0]):
             res[j] = row[j] - top
 
@@ -551,14 +579,11 @@ def softmax_shift_rows(x: np.ndarray, out: np.ndarray) -> None:
 @_RowLoop
 def softmax_scale_rows(e: np.ndarray) -> None:
     """In place on each row of e [rows, C] (its exponentials): e * (1 / sum(e)), as
-    REDUCE_SUM, RECIPROCAL and MUL make it in fp32; the sum accumulated in float64 and rounded
-    once."""
+    REDUCE_SUM, RECIPROCAL and MUL make it in fp32; the sum accumulated in float64
+    (_row_sum) and rounded once."""
     for i in prange(e.shape[0]):
         row = e[i]
-        total = 0.0
-        for j in range(row.shape[0]):
-            total += row[j]
-        scale = np.float32(1) / np.float32(total)
+        scale = np.float32(1) / np.float32(_row_sum(row, False))
         for j in range(row.shape[0]):
             row[j] = row[j] * scale
 
@@ -568,18 +593,14 @@ def layer_norm_rows(x: np.ndarray, out: np.ndarray, inv_n: np.float32, inv_n2: n
                     offset_added: bool) -> None:
     """out [rows, C] = each row of x normalized as the layer norm's TOSA ops make it in fp32:
     mean = sum(x) * inv_n, d = x - mean, rstd = 1 / sqrt(sum(d * d) * inv_n2 + eps), d * rstd,
-    then * scale[c] and + offset[c] where given; sums accumulated in float64 and rounded once."""
+    then * scale[c] and + offset[c] where given; sums accumulated in float64 (_row_sum) and
+    rounded once."""
     for i in prange(x.shape[0]):
         row, res = x[i], out[i]
-        total = 0.0
+        mean = np.float32(_row_sum(row, False)) * inv_n
         for j in range(row.shape[0]):
-            total += row[j]
-        mean = np.float32(total) * inv_n
-        squares = 0.0
-        for j in range(row.shape[0]):
-            d = row[j] - mean
-            res[j] = d
-            squares += d * d
+            res[j] = row[j] - mean
+        squares = _row_sum(res, True)
         rstd = np.float32(1) / np.sqrt(np.float32(squares) * inv_n2 + eps)
         for j in range(row.shape[0]):
             v = res[j] * rstd

@@ -114,7 +114,7 @@ def _scalar(arg: Known | Slot | None) -> np.float32 | None:
     return F32.type(value.reshape(-1)[0]) if value.size == 1 and value.dtype == F32 else None
 
 
-def _per_column(arg: Known | Slot | None, columns: int) -> np.ndarray | None:
+def per_column(arg: Known | Slot | None, columns: int) -> np.ndarray | None:
     """A known fp32 operand broadcast along the last axis only (one value, or one per column),
     as a vector of `columns`."""
     if not isinstance(arg, Known):
@@ -215,9 +215,9 @@ def _layer_norm(steps: Steps, i: int) -> Found | None:
     chain = [i, mean[0], sub[0], square[0][0], total[0], variance[0], plus[0], rsqrt[0], scaled[0]]
     columns = steps.shape(sub[0])[-1]
     scale = offset = None
-    if (times := steps.then(scaled[0], "MUL")) and (scale := _per_column(steps.other(*times), columns)) is not None:
+    if (times := steps.then(scaled[0], "MUL")) and (scale := per_column(steps.other(*times), columns)) is not None:
         chain.append(times[0])
-        if (add := steps.then(times[0], "ADD")) and (offset := _per_column(steps.other(*add), columns)) is not None:
+        if (add := steps.then(times[0], "ADD")) and (offset := per_column(steps.other(*add), columns)) is not None:
             chain.append(add[0])
     ones, zeros = np.ones(columns, F32), np.zeros(columns, F32)
 
@@ -264,7 +264,7 @@ def _gelu(steps: Steps, i: int) -> Found | None:
     if maker is not None and steps.op(maker) == "ADD" and users == {scale, half} and steps.f32(maker):
         x = next((steps.arg(maker, n) for n in ("input1", "input2") if isinstance(steps.arg(maker, n), Slot)), None)
         other = steps.other(maker, "input1" if steps.arg(maker, "input1") == x else "input2")
-        bias = _per_column(other, columns)
+        bias = per_column(other, columns)
         if x is not None and bias is not None and steps.made_shape(x) == steps.shape(maker):
             chain, source = [maker, *chain], x
         else:

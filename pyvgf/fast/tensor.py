@@ -1,6 +1,7 @@
 """The fast executor's MATMUL: integers (zero points subtracted) in the fastest float type
 that sums them exactly (kernels.exact_dtype), so in BLAS, split over the threads
-(kernels.gemm); the band-wise ops fused after it (an ADD of a bias) computed into its result."""
+(kernels.gemm); the band-wise ops fused after it computed into its result, and an fp32 ADD of
+one value per column (a bias) first of them into each block of it while in cache."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ from collections.abc import Callable
 import numpy as np
 
 from ..tosa._common import F32, is_float, scalar
-from .kernels import exact_dtype, gemm, max_offset
+from ..tosa.interpreter import Known
+from ..types import TensorType
+from .kernels import exact_dtype, gemm, max_offset, split_gemm
+from .patterns import per_column
 from .registry import fast_op
 
 
@@ -39,3 +43,38 @@ def _matmul(A: np.ndarray, B: np.ndarray, A_zp: np.ndarray, B_zp: np.ndarray,
     if bzp:
         b -= bzp
     return gemm(a, b).astype(out_dtype, copy=False)
+
+
+@matmul.prepare
+def _matmul_prepare(*, A: np.ndarray | TensorType, B: np.ndarray | TensorType, A_zp: np.ndarray,
+                    B_zp: np.ndarray, result_dtype: np.dtype, epilogue: object = None
+                    ) -> Callable[..., np.ndarray] | None:
+    """For one fp32 product ([1, H, C] @ [1, C, W]) whose epilogue starts with an ADD of one
+    value per column: the product with that ADD made in each block of rows or columns as it
+    is made (kernels.split_gemm's `finish`), then the rest of the epilogue; None otherwise."""
+    shape = (A if isinstance(A, TensorType) else TensorType(A.dtype, A.shape)).shape
+    columns = (B if isinstance(B, TensorType) else TensorType(B.dtype, B.shape)).shape[-1]
+    bias = _bias(epilogue, columns)
+    if bias is None or shape[0] != 1 or np.dtype(result_dtype) != F32 \
+            or any(x.dtype != F32 for x in (A, B)):  # type: ignore[union-attr]
+        return None
+    finish = (bias, -np.inf, np.inf, False)
+
+    def run(**operands: np.ndarray) -> np.ndarray:
+        a, b = operands.get("A", A), operands.get("B", B)
+        out = np.empty((1, a.shape[1], columns), F32)
+        if not split_gemm(np.ascontiguousarray(a[0]), b[0], out[0], finish):  # type: ignore[index]
+            np.matmul(a, b, out=out)
+            out += bias
+        return epilogue.rest(out)  # type: ignore[union-attr]
+    return run
+
+
+def _bias(epilogue: object, columns: int) -> np.ndarray | None:
+    """The fp32 vector of `columns` values that an epilogue's first op, an ADD of an fp32
+    constant broadcast along the last axis, adds; else None."""
+    chain = getattr(epilogue, "chain", ())
+    if not chain or chain[0][0].op != "ADD":
+        return None
+    _, _, band, static = chain[0]
+    return per_column(Known(static["input2" if band == "input1" else "input1"]), columns)
