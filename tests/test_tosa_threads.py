@@ -362,8 +362,8 @@ def test_openmp_threads_spin_briefly_unless_the_user_says_otherwise(env, want):
 
 def test_a_batched_gemm_runs_its_products_in_one_threaded_loop(monkeypatch):
     """Attention's per-head products: one loop over the batch, each product one BLAS call, the
-    same values as numpy's; a batch smaller than the threads, or not contiguous, goes product
-    by product."""
+    same values as numpy's, its matrices laid out by rows or by columns; a batch smaller than
+    the threads, or whose matrices have no unit stride, goes product by product."""
     calls: list[tuple[int, ...]] = []
     batch = kernels.gemm_batch
     monkeypatch.setattr(kernels, "gemm_batch", lambda a, b, out: (calls.append(a.shape), batch(a, b, out)))
@@ -374,6 +374,11 @@ def test_a_batched_gemm_runs_its_products_in_one_threaded_loop(monkeypatch):
     assert calls == ([(6, 37, 16)] if threads.spread() else [])
     del calls[:]
     np.testing.assert_array_equal(kernels.gemm(a[:1], b[:1]), np.matmul(a[:1], b[:1]))
-    np.testing.assert_array_equal(kernels.gemm(a, b.transpose(0, 2, 1).copy().transpose(0, 2, 1)),
-                                  np.matmul(a, b))
+    assert calls == []
+    by_columns = b.transpose(0, 2, 1).copy().transpose(0, 2, 1)
+    np.testing.assert_array_equal(kernels.gemm(a, by_columns), np.matmul(a, b))
+    assert calls == ([(6, 37, 16)] if threads.spread() else [])
+    del calls[:]
+    wide = rng.standard_normal((6, 16, 58)).astype(F32)
+    np.testing.assert_array_equal(kernels.gemm(a, wide[:, :, ::2]), np.matmul(a, wide[:, :, ::2]))
     assert calls == []

@@ -408,7 +408,8 @@ def gemm_columns(a: np.ndarray, bt: np.ndarray, out: np.ndarray, blocks: int, fi
 @_threaded
 def gemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
     """out[i] = a[i] @ b[i] for float32 or float64 batches [B, M, K] @ [B, K, N] (each matrix
-    C-contiguous), the B products over numba's threads, one BLAS call each."""
+    of a and b with a unit stride along one axis, out C-contiguous), the B products over
+    numba's threads, one BLAS call each."""
     for i in prange(a.shape[0]):
         _gemm(a[i], b[i], out[i])
 

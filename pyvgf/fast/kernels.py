@@ -196,10 +196,16 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
 
 def _batch_splits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     """Whether a batched GEMM runs as one threaded loop over its products (gemm_batch): a batch
-    of at least one product a thread, all float32 or all float64, every array C-contiguous."""
+    of at least one product a thread, all float32 or all float64, out C-contiguous and each
+    matrix of a and b with a unit stride along one of its axes (a view of heads, transposed
+    or not)."""
     return (a.shape[0] >= numba.get_num_threads() and a.dtype == b.dtype == out.dtype
-            and a.dtype in (F32, F64) and a.flags.c_contiguous and b.flags.c_contiguous
-            and out.flags.c_contiguous)
+            and a.dtype in (F32, F64) and _strided(a) and _strided(b) and out.flags.c_contiguous)
+
+
+def _strided(x: np.ndarray) -> bool:
+    """Whether each matrix of a batch x [B, M, N] has unit stride along its rows or columns."""
+    return x.itemsize in (x.strides[1], x.strides[2]) or 1 in x.shape[1:]
 
 
 def gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:

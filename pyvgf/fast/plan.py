@@ -53,6 +53,7 @@ from . import (  # noqa: F401  (each registers its fast ops)
     background_compile,
     conv,
     elementwise,
+    layout,
     memory,
     patterns,
     pool,

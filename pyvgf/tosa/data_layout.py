@@ -121,11 +121,13 @@ def _reverse_check(result, *, axis, input1):
 
 @tosa_op("SLICE")
 def slice(*, input1: np.ndarray, start: np.ndarray, size: np.ndarray) -> np.ndarray:  # noqa: A001
-    index = tuple(
-        np.s_[int(b) : int(b) + int(n)]
-        for b, n in zip(np.asarray(start).reshape(-1), np.asarray(size).reshape(-1))
-    )
-    return input1[index].copy()
+    return input1[slice_window(start, size)].copy()
+
+
+def slice_window(start: np.ndarray, size: np.ndarray) -> tuple[slice, ...]:
+    """The index of SLICE's window: size[i] elements from start[i] along each axis i."""
+    return tuple(np.s_[int(b) : int(b) + int(n)]
+                 for b, n in zip(np.asarray(start).reshape(-1), np.asarray(size).reshape(-1)))
 
 
 @slice.check
