@@ -16,7 +16,6 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import NamedTuple, TypeVar
 
 import ml_dtypes
-import numba
 import numpy as np
 
 from ..tosa._common import F32, F64, I64, inside_taps, padded, scalar, taps  # noqa: F401
@@ -135,7 +134,7 @@ def _split(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool) -> _S
     call packs its share of b rather than all of it, which for MobileNetV2's 7x7 maps
     (49 x 960 @ 960 x 160) took 0.094 ms against 0.121 by rows, and lets a product of one row
     (a classifier) split at all."""
-    workers = numba.get_num_threads() if threads.spread() else 1
+    workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
     if (b.dtype not in (F32, F64) or not a.flags.c_contiguous or not out.flags.c_contiguous
             or not (b.flags.c_contiguous or b.flags.f_contiguous) or not rows):
@@ -199,7 +198,7 @@ def _batch_splits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
     of at least one product a thread, all float32 or all float64, out C-contiguous and each
     matrix of a and b with a unit stride along one of its axes (a view of heads, transposed
     or not)."""
-    return (a.shape[0] >= numba.get_num_threads() and a.dtype == b.dtype == out.dtype
+    return (a.shape[0] >= threads.workers() and a.dtype == b.dtype == out.dtype
             and a.dtype in (F32, F64) and _strided(a) and _strided(b) and out.flags.c_contiguous)
 
 
