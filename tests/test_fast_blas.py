@@ -101,3 +101,62 @@ def test_this_process_runs_mkl_sequentially_where_it_is_bound():
     assert mkl and all(lib["threading_layer"] == "sequential" for lib in mkl)
     a = np.ones((64, 64), np.float32)
     np.testing.assert_array_equal(kernels.gemm(a, a), a @ a)
+
+
+# -- MKL's int8 GEMM ----------------------------------------------------------------------------------
+
+
+class _FakeInt8Gemm:
+    """cblas_gemm_s8u8s32 in numpy for blas._int8_exact's call, summing pairs of products at
+    int16 with saturation where `saturating` (as a CPU without VNNI may), else exactly."""
+
+    def __init__(self, saturating: bool):
+        self.saturating = saturating
+
+    def __call__(self, layout, ta, tb, offset, m, n, k, alpha, a, lda, ao, b, ldb, bo, beta, c, ldc, co):
+        import ctypes
+
+        w = np.ctypeslib.as_array((ctypes.c_int8 * (k * lda)).from_address(a)).reshape(k, lda)[:, :m]
+        x = np.ctypeslib.as_array((ctypes.c_uint8 * (n * ldb)).from_address(b)).reshape(n, ldb)[:, :k]
+        products = x.astype(np.int64)[:, :, None] * w.astype(np.int64)[None]
+        if self.saturating:
+            products = np.clip(products[:, 0::2] + products[:, 1::2], -32768, 32767)
+        out = np.ctypeslib.as_array((ctypes.c_int32 * (n * ldc)).from_address(c)).reshape(n, ldc)
+        out[:, :m] = products.sum(axis=1)
+
+
+@pytest.mark.parametrize("saturating", [False, True])
+def test_the_int8_gemm_is_used_only_where_it_sums_exactly(saturating):
+    assert blas._int8_exact(_FakeInt8Gemm(saturating)) is not saturating
+
+
+def _rescale(rng: np.random.Generator, columns: int) -> kernels.Rescale:
+    return (rng.integers(-5000, 5000, columns).astype(np.int64),
+            rng.integers(1 << 29, 1 << 30, columns).astype(np.int64),
+            rng.integers(30, 40, columns).astype(np.int64), -3, -128, 127)
+
+
+@pytest.mark.parametrize("rows, k, columns", [(300, 24, 40), (7, 96, 80), (1, 16, 64), (49, 960, 160)])
+@pytest.mark.parametrize("input_zp", [0, -128, 37])
+def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp, monkeypatch):
+    """split_gemm_int8 (MKL's int8 GEMM, the input's zero point and the 128 it adds folded into
+    the offsets) gives bit for bit the RESCALE of the exact sums, as the float GEMM path's loop
+    makes it, by rows and by columns, the extreme values included."""
+    if not blas.INT8:
+        pytest.skip("MKL's int8 GEMM is not bound here (no mkl extra, or not exact on this CPU)")
+    rng = np.random.default_rng(rows + k + 1000 + input_zp)
+    a = rng.integers(-128, 128, (rows, k)).astype(np.int8)
+    a[0, :] = -128
+    weight = rng.integers(-128, 128, (k, columns)).astype(np.int8)
+    weight[:, 0] = 127
+    weight.flags.writeable = False
+    rescale = _rescale(rng, columns)
+    exact = (a.astype(np.int64) - input_zp) @ weight.astype(np.int64)
+    want = np.empty((rows, columns), np.int8)
+    compiled.rescale_common_rows.serial(exact.astype(np.float64), *rescale[:1], True, *rescale[1:], want)
+    matrix, folded = kernels.int8_gemm(weight, input_zp, rescale)
+    for block_rows in (1, kernels.GEMM_BLOCK_ROWS):
+        monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows)
+        got = np.empty((rows, columns), np.int8)
+        assert kernels.split_gemm_int8(a, matrix, got, folded)
+        np.testing.assert_array_equal(got, want)

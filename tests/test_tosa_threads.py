@@ -17,7 +17,7 @@ pytest.importorskip("numba", reason="the fast executor needs the fast extra")
 import numba
 import threadpoolctl
 
-from pyvgf.fast import conv, kernels, threads
+from pyvgf.fast import blas, conv, kernels, threads
 from pyvgf.fast.plan import FastPlan as GraphPlan
 from pyvgf.types import TensorType
 from support.spirv import fixtures, random_input, vgf_graph
@@ -54,7 +54,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", 1)
     monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 64)
     for name in ("gemm_rows", "gemm_rows_rescaled", "gemm_columns", "gemm_columns_rescaled",
-                 "gemm_batch"):
+                 "gemm_batch", "gemm_rows_int8", "gemm_columns_int8"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (
             threads.spread() and calls.append(_n), _k(*a)))
@@ -138,9 +138,15 @@ def test_split_gemm_declines_what_it_cannot_split(case):
 # -- whole graphs and ops: split against one thread --------------------------------------------------
 
 
+@pytest.mark.parametrize("int8_gemm", [True, False], ids=["int8-gemm", "float-gemm"])
 @pytest.mark.parametrize("name", ["interpreter_fuse_f32", "interpreter_fuse_i8",
                                   "interpreter_fuse_rescales", "spirv_conv_add"])
-def test_split_runs_give_what_one_thread_gives(name, small_blocks):
+def test_split_runs_give_what_one_thread_gives(name, int8_gemm, small_blocks, monkeypatch):
+    """Integer 1x1 convolutions on MKL's int8 GEMM where it is bound (blas.INT8), and on the
+    float GEMM."""
+    if int8_gemm and not blas.INT8:
+        pytest.skip("MKL's int8 GEMM is not bound here")
+    monkeypatch.setattr(blas, "INT8", int8_gemm)
     graph, constants = vgf_graph(fixtures.model(name))
     plan = GraphPlan(graph, constants)
     rng = np.random.default_rng(11)
@@ -149,7 +155,7 @@ def test_split_runs_give_what_one_thread_gives(name, small_blocks):
     assert small_blocks  # the GEMMs were split
     if name.startswith("interpreter_fuse_") and name != "interpreter_fuse_f32":
         # a 1x1 CONV2D + RESCALE in one compiled call
-        assert "gemm_rows_rescaled" in small_blocks
+        assert ("gemm_rows_int8" if int8_gemm else "gemm_rows_rescaled") in small_blocks
     if name == "interpreter_fuse_rescales":  # and a DEPTHWISE_CONV2D + RESCALE
         assert "depthwise_rows_rescaled" in small_blocks
     del small_blocks[:]

@@ -19,8 +19,10 @@ import ctypes
 import glob
 import os
 import sys
+from typing import Any
 
 import llvmlite.binding
+import numpy as np
 from numba.extending import get_cython_function_address
 
 _SEQUENTIAL = 1
@@ -45,8 +47,9 @@ def _mkl() -> ctypes.CDLL | None:
     return None
 
 
-def _bind() -> str:
-    """Bind the loops' GEMM names to MKL's functions or SciPy's; returns the library's name."""
+def _bind() -> tuple[str, bool]:
+    """Bind the loops' GEMM names to MKL's functions or SciPy's, and the int8 GEMM's to MKL's
+    where it is exact here; returns the library's name and whether the int8 GEMM is bound."""
     mkl = _mkl()
     for name in ("sgemm", "dgemm"):
         if mkl is not None:
@@ -54,8 +57,35 @@ def _bind() -> str:
         else:
             address = get_cython_function_address("scipy.linalg.cython_blas", name)
         llvmlite.binding.add_symbol(f"pyvgf_{name}", address)
-    return "mkl" if mkl is not None else "openblas"
+    exact = mkl is not None and _int8_exact(mkl.cblas_gemm_s8u8s32)
+    if exact:
+        llvmlite.binding.add_symbol("pyvgf_gemm_s8u8s32",
+                                    ctypes.cast(mkl.cblas_gemm_s8u8s32, ctypes.c_void_p).value)
+    return ("mkl" if mkl is not None else "openblas"), exact
 
 
-LIBRARY = _bind()
-"""Which BLAS the loops call: "mkl" or "openblas" (SciPy's)."""
+_COL_MAJOR, _NO_TRANS, _FIX_OFFSET = 102, 111, 173
+"""CBLAS's CblasColMajor, CblasNoTrans and CblasFixOffset."""
+
+
+def _int8_exact(gemm: Any) -> bool:
+    """Whether MKL's int8 GEMM sums exactly in int32 on this CPU: without VNNI or AMX it may
+    saturate pairs of products at int16 (255 * 127 * 2 > 32767), which a product of the largest
+    values shows."""
+    c_int, c_int8 = ctypes.c_int, ctypes.c_int8
+    gemm.argtypes = [c_int] * 7 + [ctypes.c_float, ctypes.c_void_p, c_int, c_int8, ctypes.c_void_p,
+                                   c_int, c_int8, ctypes.c_float, ctypes.c_void_p, c_int, ctypes.c_void_p]
+    gemm.restype = None
+    k = 64
+    w = np.full((k, 4), 127, np.int8)
+    x = np.full((3, k), 255, np.uint8)
+    acc, zero = np.zeros((3, 4), np.int32), np.zeros(1, np.int32)
+    gemm(_COL_MAJOR, _NO_TRANS, _NO_TRANS, _FIX_OFFSET, 4, 3, k, 1.0, w.ctypes.data, 4, 0,
+         x.ctypes.data, k, 0, 0.0, acc.ctypes.data, 4, zero.ctypes.data)
+    return bool((acc == 255 * 127 * k).all())
+
+
+LIBRARY, INT8 = _bind()
+"""Which BLAS the loops call: "mkl" or "openblas" (SciPy's); and whether `pyvgf_gemm_s8u8s32`
+is MKL's int8 GEMM (cblas_gemm_s8u8s32: int8 weights times uint8 inputs, summed exactly in
+int32), which the integer 1x1 convolutions then call (compiled.gemm_rows_int8)."""

@@ -127,6 +127,12 @@ _POINTER = nbtypes.voidptr
 _SGEMM = nbtypes.ExternalFunction("pyvgf_sgemm", nbtypes.void(*[_POINTER] * 13))
 _DGEMM = nbtypes.ExternalFunction("pyvgf_dgemm", nbtypes.void(*[_POINTER] * 13))
 """BLAS's Fortran GEMMs (every operand by address), bound by blas.py to MKL's or OpenBLAS's."""
+_INT = nbtypes.int32
+_GEMM_INT8 = nbtypes.ExternalFunction("pyvgf_gemm_s8u8s32", nbtypes.void(
+    *[_INT] * 7, nbtypes.float32, _POINTER, _INT, nbtypes.int8, _POINTER, _INT, nbtypes.int8,
+    nbtypes.float32, _POINTER, _INT, _POINTER))
+"""MKL's int8 GEMM (cblas_gemm_s8u8s32), bound by blas.py only where it is exact (blas.INT8):
+the loops calling it are called only then."""
 
 
 @_inlined
@@ -167,6 +173,23 @@ def _gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
         _SGEMM(*operands)
     else:
         _DGEMM(*operands)
+
+
+@_inlined
+def _gemm_int8(x: np.ndarray, w: np.ndarray, acc: np.ndarray) -> None:
+    """acc = x @ w, exact in int32, for uint8 x [M, K] and int8 w [K, N] (each with a unit
+    stride along its rows, as acc): in CBLAS's column-major terms acc.T = w.T @ x.T, with
+    constant offsets 0."""
+    m, k = x.shape
+    n = w.shape[1]
+    if m == 0 or n == 0:
+        return
+    zero = np.zeros(1, np.int32)
+    _GEMM_INT8(np.int32(102), np.int32(111), np.int32(111), np.int32(173), np.int32(n),
+               np.int32(m), np.int32(k), np.float32(1), w.ctypes,
+               np.int32(max(w.strides[0] if k > 1 else n, n, 1)), np.int8(0), x.ctypes,
+               np.int32(max(x.strides[0] if m > 1 else k, k, 1)), np.int8(0), np.float32(0),
+               acc.ctypes, np.int32(max(acc.strides[0] // 4 if m > 1 else n, n, 1)), zero.ctypes)
 
 
 @_serial
@@ -459,6 +482,42 @@ def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: n
             _gemm(whole, bt[first:stop].T, part)
             for i in range(rows):
                 _rescale_row(part[i], offset[first:stop], True, multiplier[first:stop],
+                             shift[first:stop], output_zp, low, high, out[i, first:stop])
+
+
+@_RowLoop
+def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
+                   offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                   output_zp: int, low: int, high: int) -> None:
+    """out = rescale_common_rows of x @ w + offset wrapped to int32, for uint8 x [M, K] and
+    int8 w [K, N] (_gemm_int8): `blocks` blocks of out's rows over numba's threads, each made
+    in one call and rescaled while in cache."""
+    rows, cols = out.shape
+    step = -(-rows // blocks)
+    for k in prange(blocks):
+        first, stop = k * step, min(rows, k * step + step)
+        if first < stop:
+            acc = np.empty((stop - first, cols), np.int32)
+            _gemm_int8(x[first:stop], w, acc)
+            for i in range(stop - first):
+                _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
+                             out[first + i])
+
+
+@_threaded
+def gemm_columns_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
+                      offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                      output_zp: int, low: int, high: int) -> None:
+    """gemm_rows_int8 with out's columns split instead of its rows (see gemm_columns)."""
+    rows, cols = out.shape
+    step = -(-cols // blocks)
+    for k in prange(blocks):
+        first, stop = k * step, min(cols, k * step + step)
+        if first < stop:
+            acc = np.empty((rows, stop - first), np.int32)
+            _gemm_int8(x, w[:, first:stop], acc)
+            for i in range(rows):
+                _rescale_row(acc[i], offset[first:stop], True, multiplier[first:stop],
                              shift[first:stop], output_zp, low, high, out[i, first:stop])
 
 

@@ -30,7 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
-from ..tosa._common import F64, I32, is_float
+from ..tosa._common import F64, I8, I32, is_float
 from ..tosa.conv import out_dtype as _out_dtype
 from ..types import TensorType
 from . import threads
@@ -47,12 +47,14 @@ from .kernels import (
     gemm,
     im2col,
     inside_taps,
+    int8_gemm,
     max_offset,
     padded,
     per_channel,
     prepared,
     scalar,
     split_gemm,
+    split_gemm_int8,
     split_gemm_rescaled,
 )
 from .registry import fast_op
@@ -250,6 +252,12 @@ class _Conv:
         self.skip_padding = _skip_padding(weight, self.wmat, self.pads)
         self.pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride)
         self.unpadded = not any(map(any, self.pads))
+        self.int8 = None
+        """kernels.int8_gemm's weight and rescale, where a 1x1 int8 convolution that a RESCALE
+        finishes runs on MKL's int8 GEMM."""
+        if self.pointwise and self.unpadded and self.how.rescale is not None and wzp == 0 \
+                and in_dtype == I8:
+            self.int8 = int8_gemm(_conv_matrix(weight), self.izp, self.how.rescale)
         self.blocks: tuple | None = None
         """compiled.conv_blocks' arguments after the input, where it applies (FEW_CHANNELS)."""
         if (len(self.kernel) == 2 and not self.pointwise and not self.skip_padding
@@ -278,6 +286,11 @@ class _Conv:
                     rows = wmat[t * channels:(t + 1) * channels]
                     acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
             return result.finish(acc)
+        if self.int8 is not None:
+            into = result.rescale_target()
+            if split_gemm_int8(input.reshape(-1, input.shape[-1]), self.int8[0],
+                               into.reshape(-1, oc), self.int8[1]):
+                return result.rescaled(into)
         if self.pointwise and self.unpadded and self.how.rescale is not None:
             # The integer input is the patches, converted block by block.
             into = result.rescale_target()

@@ -18,15 +18,17 @@ from typing import NamedTuple, TypeVar
 import ml_dtypes
 import numpy as np
 
-from ..tosa._common import F32, F64, I64, inside_taps, padded, scalar, taps  # noqa: F401
+from ..tosa._common import F32, F64, I8, I64, inside_taps, padded, scalar, taps  # noqa: F401
 from ..types import immutable
-from . import threads
+from . import blas, threads
 from .compiled import (
     bias_clamp_rows,
     gemm_batch,
     gemm_columns,
+    gemm_columns_int8,
     gemm_columns_rescaled,
     gemm_rows,
+    gemm_rows_int8,
     gemm_rows_rescaled,
 )
 
@@ -190,6 +192,38 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
         gemm_rows_rescaled(a, b.dtype.type(a_offset), b, out, split.blocks, *rescale)
     else:
         gemm_columns_rescaled(a, b.dtype.type(a_offset), split.bt, out, split.blocks, *rescale)
+    return True
+
+
+def int8_gemm(weight: np.ndarray, input_zp: int, rescale: Rescale) -> tuple[np.ndarray, Rescale] | None:
+    """For split_gemm_int8: a constant int8 weight matrix [K, N] as it takes it (C-contiguous)
+    and `rescale` with its offsets less (128 + input_zp) times each column's sum, which its
+    inputs' 128 adds to each product; None where MKL's int8 GEMM is not bound (blas.INT8) or
+    a sum could pass int32 (K * 255 * 128 >= 2**31)."""
+    if not blas.INT8 or weight.dtype != I8 or weight.shape[0] * 255 * 128 >= 1 << 31:
+        return None
+    matrix = prepared(weight, "int8 matrix", lambda: np.ascontiguousarray(weight))
+    sums = prepared(weight, "int8 column sums", lambda: matrix.sum(axis=0, dtype=I64))
+    offset, *rest = rescale
+    return matrix, (offset - (128 + input_zp) * sums, *rest)  # type: ignore[return-value]
+
+
+def split_gemm_int8(a: np.ndarray, weight: np.ndarray, out: np.ndarray, rescale: Rescale) -> bool:
+    """out = `rescale` of a @ weight for int8 a [M, K] and the weight and rescale int8_gemm
+    made: a + 128 as uint8 times the weight by MKL's int8 GEMM, exact in int32, in blocks of
+    rows (or columns, as split_gemm) over the threads, each rescaled while in cache; True when
+    done, False (nothing done) where a or out is not C-contiguous."""
+    if a.dtype != I8 or not a.flags.c_contiguous or not out.flags.c_contiguous:
+        return False
+    workers = threads.workers() if threads.spread() else 1
+    rows, cols = out.shape
+    x = np.bitwise_xor(a.view(np.uint8), np.uint8(0x80))  # a + 128
+    if workers > 1 and 2 * rows <= cols and cols >= workers * GEMM_BLOCK_ROWS:
+        gemm_columns_int8(x, weight, out, workers, *rescale)
+        return True
+    cached = -(-rows * cols * 4 // GEMM_BLOCK_BYTES)
+    blocks = -(-cached // workers) * workers
+    gemm_rows_int8(x, weight, out, max(1, min(rows // GEMM_BLOCK_ROWS, blocks)), *rescale)
     return True
 
 
