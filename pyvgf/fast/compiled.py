@@ -647,6 +647,7 @@ def softmax_scale_rows(e: np.ndarray) -> None:
         for j in range(row.shape[0]):
             row[j] = row[j] * scale
 
+
 @_RowLoop
 def layer_norm_rows(x: np.ndarray, out: np.ndarray, inv_n: np.float32, inv_n2: np.float32,
                     eps: np.float32, scale: np.ndarray, scaled: bool, offset: np.ndarray,

@@ -141,18 +141,29 @@ def _split(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool) -> _S
     if (b.dtype not in (F32, F64) or not a.flags.c_contiguous or not out.flags.c_contiguous
             or not (b.flags.c_contiguous or b.flags.f_contiguous) or not rows):
         return None
-    if workers > 1 and 2 * rows <= cols and cols >= workers * GEMM_BLOCK_ROWS:
+    if _by_columns(rows, cols, workers):
         if b.flags.f_contiguous:
             return _Split(workers, b.T)
         if immutable(b):
             return _Split(workers, prepared(b, "transposed", lambda: np.ascontiguousarray(b.T)))
-    cached = -(-rows * cols * b.itemsize // GEMM_BLOCK_BYTES)  # blocks finished in cache
+    blocks = _row_blocks(rows, cols * b.itemsize, finishing, workers)
+    return None if blocks is None else _Split(blocks)
+
+
+def _by_columns(rows: int, cols: int, workers: int) -> bool:
+    """Whether a GEMM's result of `rows` x `cols` splits by columns, one block a thread."""
+    return workers > 1 and 2 * rows <= cols and cols >= workers * GEMM_BLOCK_ROWS
+
+
+def _row_blocks(rows: int, row_bytes: int, finishing: bool, workers: int) -> int | None:
+    """How many blocks of rows a GEMM's result splits into (see _split), or None."""
+    cached = -(-rows * row_bytes // GEMM_BLOCK_BYTES)  # blocks finished in cache
     if workers == 1:
-        return _Split(max(1, min(rows // GEMM_BLOCK_ROWS, cached))) if finishing else None
+        return max(1, min(rows // GEMM_BLOCK_ROWS, cached)) if finishing else None
     if rows < workers * GEMM_BLOCK_ROWS:
         return None
     blocks = -(-cached // workers) if finishing else 1
-    return _Split(min(rows // GEMM_BLOCK_ROWS, blocks * workers))
+    return min(rows // GEMM_BLOCK_ROWS, blocks * workers)
 
 
 def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
@@ -211,19 +222,18 @@ def int8_gemm(weight: np.ndarray, input_zp: int, rescale: Rescale) -> tuple[np.n
 def split_gemm_int8(a: np.ndarray, weight: np.ndarray, out: np.ndarray, rescale: Rescale) -> bool:
     """out = `rescale` of a @ weight for int8 a [M, K] and the weight and rescale int8_gemm
     made: a + 128 as uint8 times the weight by MKL's int8 GEMM, exact in int32, in blocks of
-    rows (or columns, as split_gemm) over the threads, each rescaled while in cache; True when
-    done, False (nothing done) where a or out is not C-contiguous."""
+    rows (or columns) cut as split_gemm cuts them, over the threads (one block where
+    split_gemm would not split), each rescaled while in cache; True when done, False (nothing
+    done) where a or out is not C-contiguous."""
     if a.dtype != I8 or not a.flags.c_contiguous or not out.flags.c_contiguous:
         return False
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
     x = np.bitwise_xor(a.view(np.uint8), np.uint8(0x80))  # a + 128
-    if workers > 1 and 2 * rows <= cols and cols >= workers * GEMM_BLOCK_ROWS:
+    if _by_columns(rows, cols, workers):
         gemm_columns_int8(x, weight, out, workers, *rescale)
-        return True
-    cached = -(-rows * cols * 4 // GEMM_BLOCK_BYTES)
-    blocks = -(-cached // workers) * workers
-    gemm_rows_int8(x, weight, out, max(1, min(rows // GEMM_BLOCK_ROWS, blocks)), *rescale)
+    else:
+        gemm_rows_int8(x, weight, out, _row_blocks(rows, cols * 4, True, workers) or 1, *rescale)
     return True
 
 

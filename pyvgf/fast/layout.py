@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..tosa.data_layout import slice_window
+from ..tosa.data_layout import slice_window, transpose_order
 from .registry import fast_op
 
 
 @fast_op("TRANSPOSE")
 def transpose(*, perms: np.ndarray, input1: np.ndarray) -> np.ndarray:
-    return np.transpose(input1, tuple(int(p) for p in np.asarray(perms).reshape(-1)))
+    return np.transpose(input1, transpose_order(perms))
 
 
 @fast_op("SLICE")

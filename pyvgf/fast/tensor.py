@@ -52,10 +52,9 @@ def _matmul_prepare(*, A: np.ndarray | TensorType, B: np.ndarray | TensorType, A
     """For one fp32 product ([1, H, C] @ [1, C, W]) whose epilogue starts with an ADD of one
     value per column: the product with that ADD made in each block of rows or columns as it
     is made (kernels.split_gemm's `finish`), then the rest of the epilogue; None otherwise."""
-    shape = (A if isinstance(A, TensorType) else TensorType(A.dtype, A.shape)).shape
-    columns = (B if isinstance(B, TensorType) else TensorType(B.dtype, B.shape)).shape[-1]
+    columns = B.shape[-1]
     bias = _bias(epilogue, columns)
-    if bias is None or shape[0] != 1 or np.dtype(result_dtype) != F32 \
+    if bias is None or A.shape[0] != 1 or np.dtype(result_dtype) != F32 \
             or any(x.dtype != F32 for x in (A, B)):  # type: ignore[union-attr]
         return None
     finish = (bias, -np.inf, np.inf, False)

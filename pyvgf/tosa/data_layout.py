@@ -170,7 +170,12 @@ def _tile_check(result, *, input1, multiples):
 
 @tosa_op("TRANSPOSE")
 def transpose(*, perms: np.ndarray, input1: np.ndarray) -> np.ndarray:
-    return np.transpose(input1, tuple(int(p) for p in np.asarray(perms).reshape(-1))).copy()
+    return np.transpose(input1, transpose_order(perms)).copy()
+
+
+def transpose_order(perms: np.ndarray) -> tuple[int, ...]:
+    """TRANSPOSE's perms as the axis order numpy takes."""
+    return tuple(int(p) for p in np.asarray(perms).reshape(-1))
 
 
 @transpose.check
