@@ -31,6 +31,7 @@ from collections.abc import Callable
 import numpy as np
 from numba import njit, prange
 from numba.core import types as nbtypes
+from numba.extending import intrinsic
 
 from . import (
     background,
@@ -133,6 +134,17 @@ _GEMM_INT8 = nbtypes.ExternalFunction("pyvgf_gemm_s8u8s32", nbtypes.void(
     nbtypes.float32, _POINTER, _INT, _POINTER))
 """MKL's int8 GEMM (cblas_gemm_s8u8s32), bound by blas.py only where it is exact (blas.INT8):
 the loops calling it are called only then."""
+
+
+@intrinsic
+def _wide_vectors(typingctx: object) -> tuple[object, Callable[..., object]]:
+    """Marks the function it is called in (after numba's inlining: the loop body it lands
+    in) as preferring 512-bit vectors where the CPU has them. LLVM's own choice for such
+    CPUs is 256 bits, to spare their clock; per loop, not numba's whole process."""
+    def codegen(context: object, builder: object, signature: object, args: object) -> object:
+        set.add(builder.function.attributes, '"prefer-vector-width"="512"')  # type: ignore[attr-defined]
+        return context.get_dummy_value()  # type: ignore[attr-defined]
+    return nbtypes.void(), codegen
 
 
 @_inlined
@@ -269,6 +281,7 @@ def _window_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: in
     """out [OW, C] = _window's sums for each output of the row whose windows start at row
     `top`: a 3x3 kernel's outputs whose window lies inside x by _windows_3x3, the others
     (at the borders, or every one for other kernels) by _window."""
+    _wide_vectors()
     kh, kw, width = w.shape[0], w.shape[1], out.shape[0]
     first = last = width  # the outputs first..last read no padding
     if kh == 3 and kw == 3 and top >= 0 and top + 2 * dilation_y < x.shape[1]:
@@ -365,6 +378,7 @@ def _rescaled(v: np.int64, multiplier: np.int64, shift: np.int64, output_zp: int
 def _rescale_row(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                  shift: np.ndarray, output_zp: int, low: int, high: int, out: np.ndarray) -> None:
     """One row of rescale_common_rows: out[c] from x[c] + offset[c]."""
+    _wide_vectors()
     for c in range(x.shape[0]):
         v = np.int64(x[c]) + offset[c]
         if wrap32:

@@ -1,0 +1,65 @@
+"""The compiled loops' vector width and RESCALE's 32-bit factors (pyvgf/fast/compiled.py,
+rescale.py): a loop marked by compiled._wide_vectors is compiled for 512-bit vectors where the
+CPU has them, and RESCALE with its multiplier held as int32 gives the reference's results for
+the extreme multipliers, shifts and values."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
+
+import llvmlite.binding
+from numba import njit
+
+from pyvgf.fast import compiled, rescale
+from pyvgf.tosa import type_conversion
+
+pytestmark = pytest.mark.fast
+
+
+def _scaled(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+    for i in range(x.shape[0]):
+        out[i] = x[i] * w[i]
+
+
+def test_a_marked_loop_is_compiled_for_wide_vectors() -> None:
+    """The mark reaches LLVM as the function's prefer-vector-width, and on an AVX-512 CPU the
+    loop then uses 512-bit registers."""
+    inner = njit(inline="always")(_scaled)
+
+    @njit
+    def marked(x: np.ndarray, w: np.ndarray, out: np.ndarray) -> None:
+        compiled._wide_vectors()
+        inner(x, w, out)
+
+    x = np.arange(64, dtype=np.float32)
+    out = np.empty_like(x)
+    marked(x, x, out)
+    np.testing.assert_array_equal(out, x * x)
+    signature = marked.signatures[0]
+    assert '"prefer-vector-width"="512"' in marked.inspect_llvm(signature)
+    if "+avx512f" in llvmlite.binding.get_host_cpu_features().flatten().split(","):
+        assert "zmm" in marked.inspect_asm(signature)
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+@pytest.mark.parametrize("shift", [2, 31, 40, 62])
+def test_rescale_with_32_bit_multipliers_gives_the_references_results(per_channel, shift) -> None:
+    """int32 inputs at their extremes (less the zero point) times the int32 multiplier's
+    extremes, negative ones too, into int32 and int8 results."""
+    values = np.array([-(1 << 31) + 5, -(1 << 24), -1, 0, 1, 3, (1 << 24) + 1, (1 << 31) - 1],
+                      np.int32)
+    multipliers = np.array([-(1 << 31), -(1 << 30) - 7, -1, 1, (1 << 30) + 3, (1 << 31) - 1],
+                           np.int32)
+    x = np.tile(values[:, None], (1, multipliers.size))
+    for out_dtype in (np.int32, np.int8):
+        operands = dict(
+            scale32=True, rounding_mode=type_conversion.SINGLE_ROUND, per_channel=per_channel,
+            input_unsigned=False, output_unsigned=False, input=x,
+            multiplier=multipliers if per_channel else multipliers[-1:],
+            shift=np.full(multipliers.size if per_channel else 1, shift, np.int8),
+            input_zp=np.array([5], np.int32), output_zp=np.array([0], out_dtype))
+        want = type_conversion.rescale(**operands)
+        np.testing.assert_array_equal(rescale.rescale(**operands), want)
