@@ -88,8 +88,8 @@ def _inlined(fn: Callable[..., None]) -> Callable[..., None]:
     it, a row or a pixel's channels, then cost nothing. Called per row or pixel, each view was
     a new array with its reference counts and LLVM could not optimize across the call: int8
     MobileNetV2's 112x112x32 depthwise layer took 1.5x as long, a standalone RESCALE of
-    12544x96 1.7x. (Inlining _bias_clamp_row as well made fp32 no faster, and a machine's first
-    fp32 run compiled for a second longer.)"""
+    12544x96 1.7x; bias and clamp (_bias_clamp_row) called per pixel made the fp32 stem take
+    1.7x as long, the fp32 depthwise layer 1.5x."""
     return njit(nogil=True, inline="always")(fn)
 
 
@@ -204,7 +204,7 @@ def _gemm_int8(x: np.ndarray, w: np.ndarray, acc: np.ndarray) -> None:
                acc.ctypes, np.int32(max(acc.strides[0] // 4 if m > 1 else n, n, 1)), zero.ctypes)
 
 
-@_serial
+@_inlined
 def _bias_clamp_row(row: np.ndarray, bias: np.ndarray, low: float, high: float,
                     nan_to_low: bool) -> None:
     """In place: row + bias, clamped to [low, high] in row's type; NaN stays NaN (or becomes
@@ -811,11 +811,6 @@ def _max_pool_rows(x: np.ndarray, kernel_y: int, kernel_x: int, pad_top: int, pa
 max_pool_rows = _RowLoop(_max_pool_rows)
 
 
-_bias_clamp_inlined = _inlined(_bias_clamp_row.py_func)
-"""_bias_clamp_row inlined into conv_blocks, which calls it for every output pixel: a call each
-made it take 1.7x as long on MobileNetV2's stem (0.56 against 0.33 ms on one thread)."""
-
-
 @_inlined
 def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: int,
              pad_left: int, stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
@@ -883,7 +878,7 @@ def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: in
                        stride_y, stride_x, dilation_y, dilation_x, count, width, out)
         if finish:
             for i in range(count * width):
-                _bias_clamp_inlined(out[i], bias, low, high, nan_to_low)
+                _bias_clamp_row(out[i], bias, low, high, nan_to_low)
 
 
 @_RowLoop
