@@ -205,6 +205,19 @@ def _gemm_int8(x: np.ndarray, w: np.ndarray, acc: np.ndarray) -> None:
 
 
 @_inlined
+def _plus_128(x: np.ndarray) -> np.ndarray:
+    """int8 x [M, K] + 128 as a new uint8 array: _gemm_int8's input, made a block at a time
+    inside the loops, in cache and on their threads, where a numpy pass over the whole input
+    before them ran on one thread."""
+    out = np.empty(x.shape, np.uint8)
+    for i in range(x.shape[0]):
+        row, into = x[i], out[i]
+        for j in range(row.shape[0]):
+            into[j] = np.uint8(np.int32(row[j]) + 128)
+    return out
+
+
+@_inlined
 def _bias_clamp_row(row: np.ndarray, bias: np.ndarray, low: float, high: float,
                     nan_to_low: bool) -> None:
     """In place: row + bias, clamped to [low, high] in row's type; NaN stays NaN (or becomes
@@ -503,16 +516,16 @@ def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: n
 def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                    offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                    output_zp: int, low: int, high: int) -> None:
-    """out = rescale_common_rows of x @ w + offset wrapped to int32, for uint8 x [M, K] and
-    int8 w [K, N] (_gemm_int8): `blocks` blocks of out's rows over numba's threads, each made
-    in one call and rescaled while in cache."""
+    """out = rescale_common_rows of (x + 128) @ w + offset wrapped to int32, for int8 x [M, K]
+    and w [K, N] (_gemm_int8 of _plus_128(x)): `blocks` blocks of out's rows over numba's
+    threads, each made in one call and rescaled while in cache."""
     rows, cols = out.shape
     step = -(-rows // blocks)
     for k in prange(blocks):
         first, stop = k * step, min(rows, k * step + step)
         if first < stop:
             acc = np.empty((stop - first, cols), np.int32)
-            _gemm_int8(x[first:stop], w, acc)
+            _gemm_int8(_plus_128(x[first:stop]), w, acc)
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                              out[first + i])
@@ -522,14 +535,15 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
 def gemm_columns_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                       offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                       output_zp: int, low: int, high: int) -> None:
-    """gemm_rows_int8 with out's columns split instead of its rows (see gemm_columns)."""
+    """gemm_rows_int8 with out's columns split instead of its rows (see gemm_columns): each
+    block makes x + 128 whole (few rows)."""
     rows, cols = out.shape
     step = -(-cols // blocks)
     for k in prange(blocks):
         first, stop = k * step, min(cols, k * step + step)
         if first < stop:
             acc = np.empty((rows, stop - first), np.int32)
-            _gemm_int8(x, w[:, first:stop], acc)
+            _gemm_int8(_plus_128(x), w[:, first:stop], acc)
             for i in range(rows):
                 _rescale_row(acc[i], offset[first:stop], True, multiplier[first:stop],
                              shift[first:stop], output_zp, low, high, out[i, first:stop])

@@ -229,11 +229,10 @@ def split_gemm_int8(a: np.ndarray, weight: np.ndarray, out: np.ndarray, rescale:
         return False
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
-    x = np.bitwise_xor(a.view(np.uint8), np.uint8(0x80))  # a + 128
     if _by_columns(rows, cols, workers):
-        gemm_columns_int8(x, weight, out, workers, *rescale)
+        gemm_columns_int8(a, weight, out, workers, *rescale)
     else:
-        gemm_rows_int8(x, weight, out, _row_blocks(rows, cols * 4, True, workers) or 1, *rescale)
+        gemm_rows_int8(a, weight, out, _row_blocks(rows, cols * 4, True, workers) or 1, *rescale)
     return True
 
 
