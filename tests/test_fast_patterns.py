@@ -17,7 +17,7 @@ from support.spirv import vgf_graph
 pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
 
 from pyvgf import fast
-from pyvgf.fast import background, patterns
+from pyvgf.fast import background, kernels, patterns
 from pyvgf.fast.plan import FastPlan
 
 pytestmark = pytest.mark.fast
@@ -289,3 +289,60 @@ def test_a_single_op_whose_loop_is_not_compiled_yet_runs_its_reference(tmp_path,
     reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
     np.testing.assert_array_equal(meanwhile, reference)
 
+
+
+def _conv_add(case: GraphCase, size: tuple[int, int], channels: int, kernel: int, *,
+              swap: bool = False, y_after: bool = False):
+    """CONV2D (of `kernel` x `kernel`, padded to keep the size, with a bias) -> ADD(that, y):
+    a float residual ADD; with `y_after`, y is made after the convolution (y' = x + 1)."""
+    g = case.graph
+    rng = np.random.default_rng(channels)
+    shape = (1, *size, channels)
+    x = case.input(F32, (1, *size, 8))
+    y = None if y_after else case.input(F32, shape)
+    pad = kernel // 2
+    conv = g.op("CONV2D", input=x, weight=rng.standard_normal((channels, kernel, kernel, 8)).astype(F32),
+                bias=rng.standard_normal(channels).astype(F32), input_zp=np.zeros(1, F32),
+                weight_zp=np.zeros(1, F32), pad=np.array([pad] * 4, np.int32),
+                stride=np.array([1, 1], np.int32), dilation=np.array([1, 1], np.int32),
+                acc_type="FP32", result=(F32, shape))
+    if y_after:
+        y = g.op("ADD", input1=case.input(F32, shape), input2=_const(1.0, 4), result=(F32, shape))
+    pair = (y, conv) if swap else (conv, y)
+    return g.op("ADD", input1=pair[0], input2=pair[1], result=(F32, shape))
+
+
+@pytest.mark.parametrize("size, channels, kernel", [((9, 7), 24, 1), ((2, 2), 64, 1), ((6, 5), 16, 3)],
+                         ids=["pointwise-by-rows", "pointwise-by-columns", "3x3"])
+@pytest.mark.parametrize("swap", [False, True], ids=["conv-first", "y-first"])
+def test_a_float_residual_add_after_a_convolution_runs_in_it(size, channels, kernel, swap, tmp_path):
+    """The ADD made in each block of the pointwise GEMM as it is finished (by rows, or by
+    columns for few rows), after the whole result for other convolutions."""
+    case = GraphCase(Graph(), description="conv + residual add")
+    case.graph.output(_conv_add(case, size, channels, kernel, swap=swap))
+    assert _fused(case, tmp_path) == [("CONV2D", "ADD")]
+    _agree(case)
+
+
+def test_a_residual_made_after_the_convolution_runs_op_by_op(tmp_path):
+    """The fused step takes the convolution's place, where y does not exist yet."""
+    case = GraphCase(Graph(), description="conv + residual add, y made after it")
+    case.graph.output(_conv_add(case, (4, 4), 16, 1, y_after=True))
+    assert _fused(case, tmp_path) == []
+    _agree(case)
+
+
+def test_a_conv_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(tmp_path, monkeypatch):
+    case = GraphCase(Graph(), description="conv + residual add")
+    case.graph.output(_conv_add(case, (9, 7), 24, 1))
+    inputs = case.random_inputs(3)
+
+    def not_yet(*args: object) -> None:
+        raise background.NotCompiled("gemm_rows")
+    monkeypatch.setattr(kernels, "gemm_rows", not_yet)
+    monkeypatch.setattr(fast, "_background", True)  # (the tests' conftest turns it off)
+    interim = _plan(case, tmp_path)
+    meanwhile = interim.run(inputs)[0]
+    assert interim.interim_steps == 1
+    reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
+    np.testing.assert_array_equal(meanwhile, reference)

@@ -234,6 +234,13 @@ def _bias_clamp_row(row: np.ndarray, bias: np.ndarray, low: float, high: float,
 
 
 @_inlined
+def _add_row(row: np.ndarray, other: np.ndarray) -> None:
+    """In place: row + other, in row's type (a residual ADD fused after a GEMM's finish)."""
+    for c in range(row.shape[0]):
+        row[c] += other[c]
+
+
+@_inlined
 def _window(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int, left: int,
             dilation_y: int, dilation_x: int, out: np.ndarray) -> None:
     """out = the sum, from zero and in (ky, kx) order, of (x[b] - zero_point) * w over the
@@ -420,11 +427,13 @@ def bias_clamp_rows(x: np.ndarray, bias: np.ndarray, low: float, high: float,
 
 @_RowLoop
 def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish: bool,
-              bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
+              bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+              residual: np.ndarray) -> None:
     """out = a @ b for float32 or float64 matrices (a and out C-contiguous, b C- or
     F-contiguous), one BLAS call per block of out's rows, `blocks` of them over numba's
     threads. With `finish`, each block's rows then get + bias, clamped as _bias_clamp_row
-    says, while the block is in cache."""
+    says, then + residual's rows where it has any (C-contiguous, out's shape), while the
+    block is in cache."""
     rows = out.shape[0]
     step = -(-rows // blocks)
     for k in prange(blocks):
@@ -434,11 +443,14 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
             if finish:
                 for i in range(first, stop):
                     _bias_clamp_row(out[i], bias, low, high, nan_to_low)
+                    if residual.shape[0]:
+                        _add_row(out[i], residual[i])
 
 
 @_threaded
 def gemm_columns(a: np.ndarray, bt: np.ndarray, out: np.ndarray, blocks: int, finish: bool,
-                 bias: np.ndarray, low: float, high: float, nan_to_low: bool) -> None:
+                 bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+                 residual: np.ndarray) -> None:
     """gemm_rows with out's columns split instead of its rows, for results of few rows: each
     block's BLAS call then packs its own columns of b, not the whole of it. bt is b
     transposed, C-contiguous [N, K]; each block's columns are made in place (and finished,
@@ -453,6 +465,8 @@ def gemm_columns(a: np.ndarray, bt: np.ndarray, out: np.ndarray, blocks: int, fi
             if finish:
                 for i in range(rows):
                     _bias_clamp_row(part[i], bias[first:stop], low, high, nan_to_low)
+                    if residual.shape[0]:
+                        _add_row(part[i], residual[i, first:stop])
 
 
 @_threaded

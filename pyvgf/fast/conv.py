@@ -266,13 +266,23 @@ class _Conv:
                            self.pads[1][0], *self.stride, *self.dilation,
                            max(1, BLOCK_OUTPUTS // self.out_size[1]))
 
-    def __call__(self, input: np.ndarray) -> np.ndarray:
+    def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
+        """The result; with `residual` (of a float result's shape and type), the result +
+        residual, an ADD fused after it (patterns.py): made in each block of a pointwise GEMM
+        as the block is finished, else in one pass after."""
+        out, added = self._result(input, residual)
+        if residual is not None and not added:
+            np.add(out, residual, out=out)
+        return out
+
+    def _result(self, input: np.ndarray, residual: np.ndarray | None) -> tuple[np.ndarray, bool]:
+        """The result, and whether `residual` was added to it."""
         if self.blocks is not None:
             # The patches are read in the compute type: int8 converted as it is read took 1.8x
             # as long to gather (MobileNetV2's stem) as float32, converted first in one pass.
             x = np.ascontiguousarray(input, self.dtype)
             return _by_rows(conv_blocks, conv_blocks_rescaled, (x, *self.blocks), self.how,
-                            self.dtype)
+                            self.dtype), False
         n, oc, out_size, wmat, dtype = self.n, self.oc, self.out_size, self.wmat, self.dtype
         result = _Result(self.how)
         if self.skip_padding:
@@ -285,24 +295,25 @@ class _Conv:
                     t = int(np.ravel_multi_index(tap, self.kernel))
                     rows = wmat[t * channels:(t + 1) * channels]
                     acc[(slice(None), *outs)] += x[(slice(None), *ins)] @ rows
-            return result.finish(acc)
+            return result.finish(acc), False
         if self.int8 is not None:
             into = result.rescale_target()
             if split_gemm_int8(input.reshape(-1, input.shape[-1]), self.int8[0],
                                into.reshape(-1, oc), self.int8[1]):
-                return result.rescaled(into)
+                return result.rescaled(into), False
         if self.pointwise and self.unpadded and self.how.rescale is not None:
             # The integer input is the patches, converted block by block.
             into = result.rescale_target()
             if split_gemm_rescaled(input.reshape(-1, input.shape[-1]), wmat,
                                    into.reshape(-1, oc), self.how.rescale, self.izp):
-                return result.rescaled(into)
+                return result.rescaled(into), False
         xp = padded(input, dtype, self.pads, self.izp)
         if self.pointwise:
             patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
             finish = self.how.finish
-            if finish is not None and split_gemm(patches, wmat, final, finish):
-                return result.array
+            rows = None if residual is None else residual.reshape(final.shape)
+            if finish is not None and split_gemm(patches, wmat, final, finish, rows):
+                return result.array, residual is not None
             # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
             row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
             band_bytes = SHARED_BAND_BYTES if threads.spread() else POINTWISE_BAND_BYTES
@@ -310,7 +321,7 @@ class _Conv:
                 cols = xp[:, first:stop].reshape(-1, xp.shape[-1])
                 acc = _gemm(cols, wmat, result.target(first, stop))
                 result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
-            return result.array
+            return result.array, False
         # Bands of output rows: each band's patch matrix is small enough to stay in cache.
         row_bytes = n * int(np.prod(out_size[1:])) * wmat.shape[0] * dtype.itemsize
         for first, stop in bands(0, out_size[0], row_bytes):
@@ -318,7 +329,7 @@ class _Conv:
                           (stop - first, *out_size[1:]))
             acc = _gemm(cols, wmat, result.target(first, stop))
             result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
-        return result.array
+        return result.array, False
 
 
 def _prepared(make: Callable[..., Callable[[np.ndarray], np.ndarray]], *,
@@ -327,7 +338,8 @@ def _prepared(make: Callable[..., Callable[[np.ndarray], np.ndarray]], *,
     """A convolution's plan-time form (registry.py, `prepare`), when the weight, bias and zero
     points are constants (else None: run the op as it is): `make(shape, dtype, weight, bias,
     input_zp, weight_zp, pad, stride, dilation, epilogue)` once, at the step's first run, not
-    at load, so that the constants stay unread until a run uses them."""
+    at load, so that the constants stay unread until a run uses them. It takes a `residual`
+    too where what `make` makes does (_Conv: an ADD fused after it, patterns.py)."""
     if not all(isinstance(v, np.ndarray) for v in (weight, bias, input_zp, weight_zp)):
         return None
     args = (input.shape, np.dtype(input.dtype), weight, bias, input_zp, weight_zp,
@@ -335,10 +347,10 @@ def _prepared(make: Callable[..., Callable[[np.ndarray], np.ndarray]], *,
             attributes.get("epilogue"))
     made: list[Callable[[np.ndarray], np.ndarray]] = []
 
-    def run(*, input: np.ndarray) -> np.ndarray:
+    def run(*, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
         if not made:  # two threads' first runs may both make one: either serves
             made.append(make(*args))
-        return made[0](input)
+        return made[0](input) if residual is None else made[0](input, residual)  # type: ignore[call-arg]
 
     return run
 

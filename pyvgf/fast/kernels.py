@@ -167,20 +167,23 @@ def _row_blocks(rows: int, row_bytes: int, finishing: bool, workers: int) -> int
 
 
 def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
-               finish: Finish | None = None) -> bool:
+               finish: Finish | None = None, residual: np.ndarray | None = None) -> bool:
     """out = a @ b of 2-D matrices, then finished as `finish` says (kernels.Finish) when
-    given, in blocks of out's rows (or columns: `_split`) over numba's threads, one
-    single-threaded BLAS call each; True when done. False, with nothing done, where this does
-    not apply: the matrices are not all float32 or all float64 or not contiguous (a and out by
-    rows), out is too small to split, or the loops run on one thread (threads.py) and there is
-    nothing to finish."""
+    given, then + `residual` (out's shape and type; only with `finish`) when given, in blocks
+    of out's rows (or columns: `_split`) over numba's threads, one single-threaded BLAS call
+    each; True when done. False, with nothing done, where this does not apply: the matrices
+    are not all float32 or all float64 or not contiguous (a and out by rows), out is too small
+    to split, or the loops run on one thread (threads.py) and there is nothing to finish."""
     split = _split(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else None
     if split is None:
         return False
     bias, low, high, nan_to_low = finish or (np.empty(0, out.dtype), 0, 0, False)
+    if residual is None:
+        residual = np.empty((0, 0), out.dtype)
     loop, matrix = (gemm_rows, b) if split.bt is None else (gemm_columns, split.bt)
     loop(a, matrix, out, split.blocks, finish is not None, bias.astype(out.dtype, copy=False),
-         out.dtype.type(low), out.dtype.type(high), nan_to_low)
+         out.dtype.type(low), out.dtype.type(high), nan_to_low,
+         np.ascontiguousarray(residual, out.dtype))
     return True
 
 

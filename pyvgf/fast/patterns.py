@@ -2,7 +2,7 @@
 residual ADD, written as the TOSA operators a framework lowers them to, found among a plan's
 steps (`find`) and each run as one compiled loop (compiled.layer_norm_rows, gelu_rows,
 residual_rows; softmax as two, numpy's exp between them) instead of 3-11 passes over the
-tensor.
+tensor; and a float residual ADD after a convolution, made inside the convolution's loops.
 
 A pattern is fused only where its types are the loop's (fp32; for the residual ADD, signed
 integers and RESCALEs rounding once), its reductions run along the last axis, its constants
@@ -126,11 +126,11 @@ def per_column(arg: Known | Slot | None, columns: int) -> np.ndarray | None:
 
 
 def _step(name: str, fn: Callable[..., np.ndarray], steps: Steps, indices: Sequence[int],
-          sources: dict[str, Slot], at: int | None = None) -> Found:
+          sources: dict[str, Slot], at: int | None = None, blas: bool = False) -> Found:
     """The step running a pattern, standing for the steps `indices` (in plan order; the last
     one's result is its result): fn of the values of `sources`, in their order, which the step
-    reads under their names as operands of the node of step `at` (the first of `indices`
-    unless given), whose place in the plan it takes."""
+    reads under their names, as the node of step `at` (the first of `indices` unless given),
+    whose place in the plan it takes; `blas`: fn calls BLAS (registry.py)."""
     at = indices[0] if at is None else at
     names = tuple(sources)
 
@@ -138,8 +138,8 @@ def _step(name: str, fn: Callable[..., np.ndarray], steps: Steps, indices: Seque
         return fn(*(operands[n] for n in names))
     tail = tuple((steps.planned[j].node, steps.planned[j].opdef, steps.planned[j].args)
                  for j in indices if j != at)
-    return Found(tuple(indices), Planned(steps.planned[at].node, FastOpDef(name, run, None),
-                                         dict(sources), tail))
+    return Found(tuple(indices), Planned(steps.planned[at].node,
+                                         FastOpDef(name, run, None, blas=blas), dict(sources), tail))
 
 
 def _read(steps: Steps, i: int, source: Slot) -> dict[str, Slot]:
@@ -340,7 +340,32 @@ def _residual(steps: Steps, i: int) -> Found | None:
                  {y_name: y, x_name: x}, at=i)
 
 
-PATTERNS = (_softmax, _layer_norm, _gelu, _residual)
+def _conv_add(steps: Steps, i: int) -> Found | None:
+    """CONV2D or CONV3D -> ADD(that, y), in fp32, y a run-time tensor of its shape made before
+    it: a float residual ADD, made inside the convolution's GEMM blocks as each is finished
+    (conv._Conv) instead of in a pass of its own; found from the convolution."""
+    p = steps.planned[i]
+    x = steps.arg(i, "input")
+    known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)}
+    if steps.op(i) not in ("CONV2D", "CONV3D") or not steps.f32(i) or p.opdef.prepare is None \
+            or not isinstance(x, Slot) or len(known) != len(p.args) - 1:
+        return None
+    add = steps.then(i, "ADD")
+    y = add and steps.other(*add)
+    if not add or not isinstance(y, Slot) or steps.made_by.get(y.index, -1) >= i \
+            or steps.made_shape(y) != steps.shape(i) or steps.shape(add[0]) != steps.shape(i):
+        return None
+    conv = p.opdef.prepare(**known, input=p.node.operands["input"].type)
+    if conv is None:
+        return None
+
+    def conv_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return conv(input=x, residual=y)  # type: ignore[no-any-return]
+    return _step(f"{steps.op(i)} + ADD", conv_add, steps, (i, add[0]), {"input": x, "residual": y},
+                 blas=True)
+
+
+PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _conv_add)
 """Each pattern's matcher: (steps, the index of its first step's candidate) -> Found or None."""
 
 

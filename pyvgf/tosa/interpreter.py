@@ -175,8 +175,8 @@ class GraphPlan:
                  runtime: dict[str, TensorType] | None
                  ) -> tuple[Callable[..., object], dict[str, object]]:
         """The function a step calls and the operands bound to it, from its op, its known
-        operands and the types of its run-time ones (None for a variadic operand): the
-        reference calls the op's function."""
+        operands and the types of its run-time ones (None for a variadic operand, or one its
+        node does not have: a fused pattern's own): the reference calls the op's function."""
         return opdef.fn, static
 
     @contextmanager
@@ -212,8 +212,9 @@ class GraphPlan:
                     static[name] = arg.value
                 else:
                     dynamic.append((name, arg.index))
-            fn, static = self._step_fn(node, opdef, static, None if variadic else {
-                name: node.operands[name].type for name, _ in dynamic})
+            own = not variadic and all(name in node.operands for name, _ in dynamic)
+            fn, static = self._step_fn(node, opdef, static, {
+                name: node.operands[name].type for name, _ in dynamic} if own else None)
             outs = tuple(s.index for e in _elements(out_node)
                          if isinstance(s := self._values[(out_node.id, e)], Slot))
             used = ends.get(i, set()) | {s for s in outs if s not in last}

@@ -138,7 +138,7 @@ def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
             steps[label] += 1
             depth[0] -= 1
             if kinds is not None:
-                kinds[_kind(name, kwargs.get("weight", weight))] += seconds
+                kinds[_kind(name.split(" + ")[0], kwargs.get("weight", weight))] += seconds
 
     return step
 
@@ -196,9 +196,12 @@ def main(argv: list[str] | None = None) -> int:
 
         make_step = patterns._step  # a pattern's step, timed under the pattern's name
 
-        def timed_step(name: str, fn: Callable[..., object], *rest: object, **named: object) -> object:
+        def timed_step(name: str, fn: Callable[..., object], found: patterns.Steps,
+                       indices: list[int], *rest: object, **named: object) -> object:
+            weight = found.planned[indices[0]].args.get("weight")  # a convolution's (CONV2D + ADD)
             return make_step(name, _timed(name, fn, spent, steps, depth, by_shape=args.by_shape,
-                                          kinds=kinds), *rest, **named)
+                                          kinds=kinds, weight=getattr(weight, "value", None)),
+                             found, indices, *rest, **named)
         patterns._step = timed_step
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
