@@ -139,7 +139,7 @@ def _rescale(rng: np.random.Generator, columns: int) -> kernels.Rescale:
 @pytest.mark.parametrize("rows, k, columns", [(300, 24, 40), (7, 96, 80), (1, 16, 64), (49, 960, 160)])
 @pytest.mark.parametrize("input_zp", [0, -128, 37])
 def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp, monkeypatch):
-    """split_gemm_int8 (MKL's int8 GEMM, the input's zero point and the 128 it adds folded into
+    """int8_gemm_call (MKL's int8 GEMM, the input's zero point and the 128 it adds folded into
     the offsets) gives bit for bit the RESCALE of the exact sums, as the float GEMM path's loop
     makes it, by rows and by columns, the extreme values included."""
     if not blas.INT8:
@@ -158,5 +158,5 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
     for block_rows in (1, kernels.GEMM_BLOCK_ROWS):
         monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows)
         got = np.empty((rows, columns), np.int8)
-        assert kernels.split_gemm_int8(a, matrix, got, folded)
+        kernels.int8_gemm_call(a, matrix, got, folded)(a, got)
         np.testing.assert_array_equal(got, want)

@@ -200,8 +200,9 @@ def _conv_plan() -> tuple[GraphPlan, list[np.ndarray]]:
 def blas_during_convolutions(small_blocks, monkeypatch) -> list[set[int]]:
     """BLAS's thread counts as each 1x1 convolution of a run starts."""
     seen: list[set[int]] = []
-    split_gemm = conv.split_gemm
-    monkeypatch.setattr(conv, "split_gemm", lambda *a: (seen.append(blas_threads()), split_gemm(*a))[1])
+    for name in ("gemm_rows", "gemm_columns"):
+        loop = getattr(kernels, name)
+        monkeypatch.setattr(kernels, name, lambda *a, loop=loop: (seen.append(blas_threads()), loop(*a))[1])
     return seen
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from ..tosa._common import F64, I8, I32, is_float
 from ..tosa.conv import out_dtype as _out_dtype
 from ..types import TensorType
-from . import threads
+from . import kernels, threads
 from .compiled import conv_blocks, conv_blocks_rescaled, depthwise_rows, depthwise_rows_rescaled
 from .kernels import (
     F32,
@@ -45,16 +45,16 @@ from .kernels import (
     bias_clamp,
     exact_dtype,
     gemm,
+    gemm_call,
     im2col,
     inside_taps,
     int8_gemm,
+    int8_gemm_call,
     max_offset,
     padded,
     per_channel,
     prepared,
     scalar,
-    split_gemm,
-    split_gemm_int8,
     split_gemm_rescaled,
 )
 from .registry import fast_op
@@ -252,6 +252,12 @@ class _Conv:
         self.skip_padding = _skip_padding(weight, self.wmat, self.pads)
         self.pointwise = all(k == 1 for k in self.kernel) and all(s == 1 for s in self.stride)
         self.unpadded = not any(map(any, self.pads))
+        self.as_is = self.unpadded and np.dtype(in_dtype) == dtype and self.izp == 0
+        """Whether the GEMM reads the input as it is (padded() would return it)."""
+        self.gemms: dict[tuple[bool, int], kernels.GemmCall | None] = {}
+        """The pointwise GEMM (kernels.gemm_call, int8_gemm_call) for each thread count a run
+        has had: (threads.spread(), threads.workers()) -> the call, None where it does not
+        split."""
         self.int8 = None
         """kernels.int8_gemm's weight and rescale, where a 1x1 int8 convolution that a RESCALE
         finishes runs on MKL's int8 GEMM."""
@@ -298,8 +304,10 @@ class _Conv:
             return result.finish(acc), False
         if self.int8 is not None:
             into = result.rescale_target()
-            if split_gemm_int8(input.reshape(-1, input.shape[-1]), self.int8[0],
-                               into.reshape(-1, oc), self.int8[1]):
+            a, final = input.reshape(-1, input.shape[-1]), into.reshape(-1, oc)
+            call = self._gemm(a, lambda: int8_gemm_call(a, self.int8[0], final, self.int8[1]))  # type: ignore[index]
+            if call is not None:
+                call(a, final)
                 return result.rescaled(into), False
         if self.pointwise and self.unpadded and self.how.rescale is not None:
             # The integer input is the patches, converted block by block.
@@ -307,12 +315,14 @@ class _Conv:
             if split_gemm_rescaled(input.reshape(-1, input.shape[-1]), wmat,
                                    into.reshape(-1, oc), self.how.rescale, self.izp):
                 return result.rescaled(into), False
-        xp = padded(input, dtype, self.pads, self.izp)
+        xp = input if self.as_is else padded(input, dtype, self.pads, self.izp)
         if self.pointwise:
             patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
             finish = self.how.finish
-            rows = None if residual is None else residual.reshape(final.shape)
-            if finish is not None and split_gemm(patches, wmat, final, finish, rows):
+            call = None if finish is None else self._gemm(
+                patches, lambda: gemm_call(patches, wmat, final, finish))
+            if call is not None:
+                call(patches, final, None if residual is None else residual.reshape(final.shape))
                 return result.array, residual is not None
             # Bands of one GEMM each: bias, type and epilogue finish a band while it is in cache.
             row_bytes = n * int(np.prod(out_size[1:])) * oc * 3 * dtype.itemsize
@@ -331,6 +341,18 @@ class _Conv:
             result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
         return result.array, False
 
+
+    def _gemm(self, a: np.ndarray, make: Callable[[], kernels.GemmCall | None]
+              ) -> kernels.GemmCall | None:
+        """The pointwise GEMM for this run's thread count (`gemms`), made by `make` at the
+        first run with it; None where it does not apply to `a` (not C-contiguous: a view) or
+        does not split."""
+        if not a.flags.c_contiguous:
+            return None
+        key = (threads.spread(), threads.workers())
+        if key not in self.gemms:
+            self.gemms[key] = make()
+        return self.gemms[key]
 
 def _prepared(make: Callable[..., Callable[[np.ndarray], np.ndarray]], *,
               input: TensorType, weight: object, bias: object, input_zp: object,

@@ -166,6 +166,34 @@ def _row_blocks(rows: int, row_bytes: int, finishing: bool, workers: int) -> int
     return min(rows // GEMM_BLOCK_ROWS, blocks * workers)
 
 
+GemmCall = Callable[..., None]
+"""A GEMM worked out once for its operands' shapes, types and layouts and the thread count:
+call(a, out) or call(a, out, residual) makes out = a @ b (then finished, + residual) as
+split_gemm would, or int8_gemm_call's out."""
+
+
+def gemm_call(a: np.ndarray, b: np.ndarray, out: np.ndarray,
+              finish: Finish | None = None) -> GemmCall | None:
+    """How split_gemm makes out = a @ b, finished as `finish` says, for operands like these and
+    the calling thread's thread count (threads.spread(), workers()): everything but the run's
+    arrays decided once, for callers that keep it (conv._Conv, once per thread count); None
+    where split_gemm does not apply."""
+    split = _split(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else None
+    if split is None:
+        return None
+    dtype = out.dtype
+    bias, low, high, nan_to_low = finish or (np.empty(0, dtype), 0, 0, False)
+    loop, matrix = (gemm_rows, b) if split.bt is None else (gemm_columns, split.bt)
+    static = (split.blocks, finish is not None, bias.astype(dtype, copy=False), dtype.type(low),
+              dtype.type(high), nan_to_low)
+    none = np.empty((0, 0), dtype)
+
+    def call(a: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None) -> None:
+        loop(a, matrix, out, *static,
+             none if residual is None else np.ascontiguousarray(residual, dtype))
+    return call
+
+
 def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
                finish: Finish | None = None, residual: np.ndarray | None = None) -> bool:
     """out = a @ b of 2-D matrices, then finished as `finish` says (kernels.Finish) when
@@ -174,16 +202,10 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     each; True when done. False, with nothing done, where this does not apply: the matrices
     are not all float32 or all float64 or not contiguous (a and out by rows), out is too small
     to split, or the loops run on one thread (threads.py) and there is nothing to finish."""
-    split = _split(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else None
-    if split is None:
+    call = gemm_call(a, b, out, finish)
+    if call is None:
         return False
-    bias, low, high, nan_to_low = finish or (np.empty(0, out.dtype), 0, 0, False)
-    if residual is None:
-        residual = np.empty((0, 0), out.dtype)
-    loop, matrix = (gemm_rows, b) if split.bt is None else (gemm_columns, split.bt)
-    loop(a, matrix, out, split.blocks, finish is not None, bias.astype(out.dtype, copy=False),
-         out.dtype.type(low), out.dtype.type(high), nan_to_low,
-         np.ascontiguousarray(residual, out.dtype))
+    call(a, out, residual)
     return True
 
 
@@ -210,7 +232,7 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
 
 
 def int8_gemm(weight: np.ndarray, input_zp: int, rescale: Rescale) -> tuple[np.ndarray, Rescale] | None:
-    """For split_gemm_int8: a constant int8 weight matrix [K, N] as it takes it (C-contiguous)
+    """For int8_gemm_call: a constant int8 weight matrix [K, N] as it takes it (C-contiguous)
     and `rescale` with its offsets less (128 + input_zp) times each column's sum, which its
     inputs' 128 adds to each product; None where MKL's int8 GEMM is not bound (blas.INT8) or
     a sum could pass int32 (K * 255 * 128 >= 2**31)."""
@@ -222,21 +244,21 @@ def int8_gemm(weight: np.ndarray, input_zp: int, rescale: Rescale) -> tuple[np.n
     return matrix, (offset - (128 + input_zp) * sums, *rest)  # type: ignore[return-value]
 
 
-def split_gemm_int8(a: np.ndarray, weight: np.ndarray, out: np.ndarray, rescale: Rescale) -> bool:
-    """out = `rescale` of a @ weight for int8 a [M, K] and the weight and rescale int8_gemm
-    made: a + 128 as uint8 times the weight by MKL's int8 GEMM, exact in int32, in blocks of
-    rows (or columns) cut as split_gemm cuts them, over the threads (one block where
-    split_gemm would not split), each rescaled while in cache; True when done, False (nothing
-    done) where a or out is not C-contiguous."""
+def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
+                   rescale: Rescale) -> GemmCall | None:
+    """How out = `rescale` of a @ weight is made for int8 a [M, K] and the weight and rescale
+    int8_gemm made, worked out once as gemm_call is: a + 128 as uint8 times the weight by
+    MKL's int8 GEMM, exact in int32, in blocks of rows (or columns) cut as split_gemm cuts
+    them, over the threads (one block where split_gemm would not split), each rescaled while
+    in cache; None where a or out is not C-contiguous int8."""
     if a.dtype != I8 or not a.flags.c_contiguous or not out.flags.c_contiguous:
-        return False
+        return None
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
     if _by_columns(rows, cols, workers):
-        gemm_columns_int8(a, weight, out, workers, *rescale)
-    else:
-        gemm_rows_int8(a, weight, out, _row_blocks(rows, cols * 4, True, workers) or 1, *rescale)
-    return True
+        return lambda a, out: gemm_columns_int8(a, weight, out, workers, *rescale)
+    blocks = _row_blocks(rows, cols * 4, True, workers) or 1
+    return lambda a, out: gemm_rows_int8(a, weight, out, blocks, *rescale)
 
 
 def _batch_splits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
