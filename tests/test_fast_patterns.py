@@ -332,9 +332,11 @@ def test_a_residual_made_after_the_convolution_runs_op_by_op(tmp_path):
     _agree(case)
 
 
-def test_a_conv_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(tmp_path, monkeypatch):
-    case = GraphCase(Graph(), description="conv + residual add")
-    case.graph.output(_conv_add(case, (9, 7), 24, 1))
+@pytest.mark.parametrize("producer", ["conv", "matmul"])
+def test_a_residual_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(producer, tmp_path,
+                                                                               monkeypatch):
+    case = GraphCase(Graph(), description=f"{producer} + residual add")
+    case.graph.output(_conv_add(case, (9, 7), 24, 1) if producer == "conv" else _matmul_add(case, 40, 24))
     inputs = case.random_inputs(3)
 
     def not_yet(*args: object) -> None:
@@ -346,3 +348,36 @@ def test_a_conv_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(tmp_pa
     assert interim.interim_steps == 1
     reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
     np.testing.assert_array_equal(meanwhile, reference)
+
+
+def _matmul_add(case: GraphCase, rows: int, columns: int, *, y_after: bool = False):
+    """MATMUL [1, rows, 16] @ constant [1, 16, columns] -> ADD of a bias per column -> ADD(y,
+    that): a transformer's projection and its residual; with `y_after`, y is made after the
+    MATMUL."""
+    g, rng = case.graph, np.random.default_rng(columns)
+    shape = (1, rows, columns)
+    x = case.input(F32, (1, rows, 16))
+    y = None if y_after else case.input(F32, shape)
+    product = g.op("MATMUL", A=x, B=rng.standard_normal((1, 16, columns)).astype(F32),
+                   A_zp=np.zeros(1, F32), B_zp=np.zeros(1, F32), result=(F32, shape))
+    biased = g.op("ADD", input1=product, input2=rng.standard_normal((1, 1, columns)).astype(F32),
+                  result=(F32, shape))
+    if y_after:
+        y = g.op("ADD", input1=case.input(F32, shape), input2=_const(1.0, 3), result=(F32, shape))
+    return g.op("ADD", input1=y, input2=biased, result=(F32, shape))
+
+
+@pytest.mark.parametrize("rows, columns", [(40, 24), (3, 64)], ids=["by-rows", "by-columns"])
+def test_a_projection_its_bias_and_a_residual_add_run_as_one_gemm(rows, columns, tmp_path):
+    case = GraphCase(Graph(), description="matmul + bias + residual add")
+    case.graph.output(_matmul_add(case, rows, columns))
+    assert _fused(case, tmp_path) == [("MATMUL", "ADD", "ADD")]
+    _agree(case)
+
+
+def test_a_projections_residual_made_after_it_runs_op_by_op(tmp_path):
+    """The bias ADD is fused into the MATMUL as an epilogue; the residual ADD runs alone."""
+    case = GraphCase(Graph(), description="matmul + bias + residual add, y made after it")
+    case.graph.output(_matmul_add(case, 40, 24, y_after=True))
+    assert _fused(case, tmp_path) == [("MATMUL", "ADD")]
+    _agree(case)

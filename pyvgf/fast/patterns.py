@@ -2,7 +2,8 @@
 residual ADD, written as the TOSA operators a framework lowers them to, found among a plan's
 steps (`find`) and each run as one compiled loop (compiled.layer_norm_rows, gelu_rows,
 residual_rows; softmax as two, numpy's exp between them) instead of 3-11 passes over the
-tensor; and a float residual ADD after a convolution, made inside the convolution's loops.
+tensor; and a float residual ADD after a convolution, or after a MATMUL and its bias, made
+inside the product's loops.
 
 A pattern is fused only where its types are the loop's (fp32; for the residual ADD, signed
 integers and RESCALEs rounding once), its reductions run along the last axis, its constants
@@ -27,6 +28,7 @@ from ..tosa._common import F32, I32
 from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_scale_rows, softmax_shift_rows
+from .kernels import split_gemm
 from .registry import FastOpDef
 from .rescale import _rescaling
 
@@ -351,9 +353,8 @@ def _conv_add(steps: Steps, i: int) -> Found | None:
             or not isinstance(x, Slot) or len(known) != len(p.args) - 1:
         return None
     add = steps.then(i, "ADD")
-    y = add and steps.other(*add)
-    if not add or not isinstance(y, Slot) or steps.made_by.get(y.index, -1) >= i \
-            or steps.made_shape(y) != steps.shape(i) or steps.shape(add[0]) != steps.shape(i):
+    y = _residual_operand(steps, i, add)
+    if y is None:
         return None
     conv = p.opdef.prepare(**known, input=p.node.operands["input"].type)
     if conv is None:
@@ -361,11 +362,47 @@ def _conv_add(steps: Steps, i: int) -> Found | None:
 
     def conv_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return conv(input=x, residual=y)  # type: ignore[no-any-return]
-    return _step(f"{steps.op(i)} + ADD", conv_add, steps, (i, add[0]), {"input": x, "residual": y},
-                 blas=True)
+    return _step(f"{steps.op(i)} + ADD", conv_add, steps, (i, add[0]),  # type: ignore[index]
+                 {"input": x, "residual": y}, blas=True)
 
 
-PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _conv_add)
+def _residual_operand(steps: Steps, producer: int, add: tuple[int, str] | None) -> Slot | None:
+    """The other operand of `add`, an fp32 ADD of step `producer`'s result, where it is a
+    run-time tensor of that shape made before the producer (so that a step in the producer's
+    place can read it); else None."""
+    y = add and steps.other(*add)
+    if not add or not isinstance(y, Slot) or not steps.f32(add[0]) \
+            or steps.made_by.get(y.index, -1) >= producer \
+            or {steps.made_shape(y), steps.shape(add[0])} != {steps.shape(producer)}:
+        return None
+    return y
+
+
+def _matmul_add(steps: Steps, i: int) -> Found | None:
+    """MATMUL [1, H, C] @ constant [1, C, W] -> ADD of a bias per column -> ADD(that, y), in
+    fp32, y as _conv_add takes it: a transformer's projection and its residual, made as one
+    GEMM whose blocks get the bias, then y, as each is finished (kernels.split_gemm)."""
+    p = steps.planned[i]
+    a, b = steps.arg(i, "A"), steps.arg(i, "B")
+    if steps.op(i) != "MATMUL" or not steps.f32(i) or not isinstance(a, Slot) \
+            or not isinstance(b, Known) or np.asarray(b.value).dtype != F32 \
+            or p.node.operands["A"].type.dtype != F32 or steps.shape(i)[0] != 1:
+        return None
+    plus = steps.then(i, "ADD")
+    bias = plus and per_column(steps.other(*plus), steps.shape(i)[-1])
+    add = steps.then(plus[0], "ADD") if bias is not None else None
+    y = _residual_operand(steps, i, add)
+    if y is None:
+        return None
+    matrix = np.asarray(b.value)[0]
+
+    def matmul_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        return biased_product(x, matrix, bias, y)
+    return _step("MATMUL + ADD + ADD", matmul_add, steps, (i, plus[0], add[0]),  # type: ignore[index]
+                 {"A": a, "residual": y}, blas=True)
+
+
+PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _conv_add, _matmul_add)
 """Each pattern's matcher: (steps, the index of its first step's candidate) -> Found or None."""
 
 
@@ -381,3 +418,16 @@ def find(steps: Steps) -> list[Found]:
                 taken.update(hit.steps)
                 break
     return found
+
+
+def biased_product(a: np.ndarray, b: np.ndarray, bias: np.ndarray, residual: np.ndarray) -> np.ndarray:
+    """(a @ b + bias) + residual for fp32 a [1, H, C], b [C, W], bias [W] and residual
+    [1, H, W]: bias, then residual, added to each block of the GEMM as it is made where
+    split_gemm applies, else after numpy's product, in the same order."""
+    out = np.empty((1, a.shape[1], b.shape[1]), F32)
+    if not split_gemm(np.ascontiguousarray(a[0]), b, out[0], (bias, -np.inf, np.inf, False),
+                      residual[0]):
+        np.matmul(a[0], b, out=out[0])
+        out += bias
+        out += residual
+    return out
