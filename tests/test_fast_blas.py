@@ -15,6 +15,7 @@ import pytest
 pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
 
 from pyvgf.fast import blas, compiled, kernels
+from pyvgf.tosa import type_conversion
 
 pytestmark = pytest.mark.fast
 
@@ -130,18 +131,31 @@ def test_the_int8_gemm_is_used_only_where_it_sums_exactly(saturating):
     assert blas._int8_exact(_FakeInt8Gemm(saturating)) is not saturating
 
 
-def _rescale(rng: np.random.Generator, columns: int) -> kernels.Rescale:
+def _rescale(rng: np.random.Generator, columns: int, double_round: bool) -> kernels.Rescale:
     return (rng.integers(-5000, 5000, columns).astype(np.int64),
-            rng.integers(1 << 29, 1 << 30, columns).astype(np.int64),
-            rng.integers(30, 40, columns).astype(np.int64), -3, -128, 127)
+            rng.integers(1 << 29, 1 << 30, columns).astype(np.int32),
+            rng.integers(30, 40, columns).astype(np.int64), -3, -128, 127, double_round)
+
+
+def _reference_rescale(exact: np.ndarray, rescale: kernels.Rescale) -> np.ndarray:
+    """The reference's RESCALE of `exact` + offset, wrapped to int32, to int8."""
+    offset, multiplier, shift, output_zp, _, _, double_round = rescale
+    value = (exact + offset).astype(np.int32)
+    return type_conversion.rescale(
+        scale32=True, rounding_mode=type_conversion.DOUBLE_ROUND if double_round else
+        type_conversion.SINGLE_ROUND, per_channel=True, input_unsigned=False,
+        output_unsigned=False, input=value, multiplier=multiplier, shift=shift.astype(np.int8),
+        input_zp=np.zeros(1, np.int32), output_zp=np.array([output_zp], np.int8))
 
 
 @pytest.mark.parametrize("rows, k, columns", [(300, 24, 40), (7, 96, 80), (1, 16, 64), (49, 960, 160)])
 @pytest.mark.parametrize("input_zp", [0, -128, 37])
-def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp, monkeypatch):
+@pytest.mark.parametrize("double_round", [False, True], ids=["single-round", "double-round"])
+def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp,
+                                                              double_round, monkeypatch):
     """int8_gemm_call (MKL's int8 GEMM, the input's zero point and the 128 it adds folded into
     the offsets) gives bit for bit the RESCALE of the exact sums, as the float GEMM path's loop
-    makes it, by rows and by columns, the extreme values included."""
+    makes it, by rows and by columns, the extreme values included, rounding once or twice."""
     if not blas.INT8:
         pytest.skip("MKL's int8 GEMM is not bound here (no mkl extra, or not exact on this CPU)")
     rng = np.random.default_rng(rows + k + 1000 + input_zp)
@@ -150,10 +164,11 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
     weight = rng.integers(-128, 128, (k, columns)).astype(np.int8)
     weight[:, 0] = 127
     weight.flags.writeable = False
-    rescale = _rescale(rng, columns)
+    rescale = _rescale(rng, columns, double_round)
     exact = (a.astype(np.int64) - input_zp) @ weight.astype(np.int64)
     want = np.empty((rows, columns), np.int8)
     compiled.rescale_common_rows.serial(exact.astype(np.float64), *rescale[:1], True, *rescale[1:], want)
+    np.testing.assert_array_equal(want, _reference_rescale(exact, rescale))
     matrix, folded = kernels.int8_gemm(weight, input_zp, rescale)
     for block_rows in (1, kernels.GEMM_BLOCK_ROWS):
         monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows)

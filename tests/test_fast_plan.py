@@ -36,7 +36,7 @@ FUSED_CHAINS = {
                             ["CONV2D", "RESCALE"]],
     # a RESCALE made in the convolution's compiled loop (1x1 blocks, the depthwise window),
     # then a second one (a residual branch's, to int32 or int16) on its result; a first
-    # RESCALE rounding twice, which the loops leave to the bands
+    # RESCALE rounding twice, which the loops make as well
     "interpreter_fuse_rescales": [["CONV2D", "RESCALE", "RESCALE"], ["DEPTHWISE_CONV2D", "RESCALE"],
                                   ["CONV2D", "RESCALE", "RESCALE"],
                                   ["DEPTHWISE_CONV2D", "RESCALE", "RESCALE"],

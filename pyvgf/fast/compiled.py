@@ -343,7 +343,7 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
                             pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                             dilation_x: int, out: np.ndarray, offset: np.ndarray,
                             multiplier: np.ndarray, shift: np.ndarray, output_zp: int, low: int,
-                            high: int) -> None:
+                            high: int, double_round: bool) -> None:
     """depthwise_rows of every output row, each row's sums (held as w's type) + offset
     wrapped to int32 and rescaled into out [N, OH, OW, C] as _rescale_row does, while they are
     in cache."""
@@ -355,7 +355,7 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
                     dilation_y, dilation_x, acc)
         for ox in range(width):
             _rescale_row(acc[ox], offset, True, multiplier, shift, output_zp, low, high,
-                         out[b, r, ox])
+                         double_round, out[b, r, ox])
 
 
 @_serial
@@ -387,33 +387,39 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
 
 @_inlined
 def _rescaled(v: np.int64, multiplier: np.int64, shift: np.int64, output_zp: int, low: int,
-              high: int) -> np.int64:
-    """RESCALE of one int64 value, single rounding: (v * multiplier + 2**(shift-1)) >> shift,
-    plus output_zp, clamped to [low, high]."""
-    y = ((v * multiplier + (np.int64(1) << (shift - 1))) >> shift) + output_zp
+              high: int, double_round: bool) -> np.int64:
+    """RESCALE of one int64 value: (v * multiplier + 2**(shift-1)) >> shift, with double
+    rounding's +-2**30 (the sign of v's) added to the rounding when shift > 31, plus output_zp,
+    clamped to [low, high]."""
+    rounding = np.int64(1) << (shift - 1)
+    if double_round and shift > 31:
+        rounding += (np.int64(1) << 30) if v >= 0 else -(np.int64(1) << 30)
+    y = ((v * multiplier + rounding) >> shift) + output_zp
     return min(max(y, low), high)
 
 
 @_inlined
 def _rescale_row(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
-                 shift: np.ndarray, output_zp: int, low: int, high: int, out: np.ndarray) -> None:
+                 shift: np.ndarray, output_zp: int, low: int, high: int, double_round: bool,
+                 out: np.ndarray) -> None:
     """One row of rescale_common_rows: out[c] from x[c] + offset[c]."""
     _wide_vectors()
     for c in range(x.shape[0]):
         v = np.int64(x[c]) + offset[c]
         if wrap32:
             v = np.int64(np.int32(v))
-        out[c] = _rescaled(v, multiplier[c], shift[c], output_zp, low, high)
+        out[c] = _rescaled(v, multiplier[c], shift[c], output_zp, low, high, double_round)
 
 
 @_RowLoop
 def rescale_common_rows(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                         shift: np.ndarray, output_zp: int, low: int, high: int,
-                        out: np.ndarray) -> None:
-    """rescale_rows without double rounding, wrapping to int32 (wrap32) or not at all: nearly
-    every RESCALE, in a loop free of the other cases' branches (about a fifth faster)."""
+                        double_round: bool, out: np.ndarray) -> None:
+    """rescale_rows wrapping to int32 (wrap32) or not at all: nearly every RESCALE, in a loop
+    free of the other widths' branches (about a fifth faster), its rows over numba's threads."""
     for i in prange(x.shape[0]):
-        _rescale_row(x[i], offset, wrap32, multiplier, shift, output_zp, low, high, out[i])
+        _rescale_row(x[i], offset, wrap32, multiplier, shift, output_zp, low, high, double_round,
+                     out[i])
 
 
 @_serial
@@ -481,7 +487,7 @@ def gemm_batch(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> None:
 @_RowLoop
 def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.ndarray,
                        blocks: int, offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                       output_zp: int, low: int, high: int) -> None:
+                       output_zp: int, low: int, high: int, double_round: bool) -> None:
     """out = rescale_common_rows of (a - a_offset) @ b + offset wrapped to int32: a holds
     integers (an integer convolution's input), b is float32 or float64 and every such sum is
     exact in it (kernels.exact_dtype). `blocks` blocks of out's rows over numba's threads;
@@ -500,13 +506,13 @@ def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.nd
             _gemm(part, b, acc)
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
-                             out[first + i])
+                             double_round, out[first + i])
 
 
 @_threaded
 def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: np.ndarray,
                           blocks: int, offset: np.ndarray, multiplier: np.ndarray,
-                          shift: np.ndarray, output_zp: int, low: int, high: int) -> None:
+                          shift: np.ndarray, output_zp: int, low: int, high: int, double_round: bool) -> None:
     """gemm_rows_rescaled with out's columns split instead of its rows (see gemm_columns;
     bt is b transposed, C-contiguous): each block converts all of a, makes its columns in
     one BLAS call and rescales them."""
@@ -523,13 +529,14 @@ def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: n
             _gemm(whole, bt[first:stop].T, part)
             for i in range(rows):
                 _rescale_row(part[i], offset[first:stop], True, multiplier[first:stop],
-                             shift[first:stop], output_zp, low, high, out[i, first:stop])
+                             shift[first:stop], output_zp, low, high, double_round,
+                             out[i, first:stop])
 
 
 @_RowLoop
 def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                    offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                   output_zp: int, low: int, high: int) -> None:
+                   output_zp: int, low: int, high: int, double_round: bool) -> None:
     """out = rescale_common_rows of (x + 128) @ w + offset wrapped to int32, for int8 x [M, K]
     and w [K, N] (_gemm_int8 of _plus_128(x)): `blocks` blocks of out's rows over numba's
     threads, each made in one call and rescaled while in cache."""
@@ -542,13 +549,13 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
             _gemm_int8(_plus_128(x[first:stop]), w, acc)
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
-                             out[first + i])
+                             double_round, out[first + i])
 
 
 @_threaded
 def gemm_columns_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                       offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                      output_zp: int, low: int, high: int) -> None:
+                      output_zp: int, low: int, high: int, double_round: bool) -> None:
     """gemm_rows_int8 with out's columns split instead of its rows (see gemm_columns): each
     block makes x + 128 whole (few rows)."""
     rows, cols = out.shape
@@ -560,7 +567,8 @@ def gemm_columns_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int
             _gemm_int8(_plus_128(x), w[:, first:stop], acc)
             for i in range(rows):
                 _rescale_row(acc[i], offset[first:stop], True, multiplier[first:stop],
-                             shift[first:stop], output_zp, low, high, out[i, first:stop])
+                             shift[first:stop], output_zp, low, high, double_round,
+                             out[i, first:stop])
 
 
 ERF_BLOCK = 1 << 14
@@ -734,17 +742,19 @@ product and a sum each rounded alone, which contraction leaves alone)."""
 
 @_RowLoop
 def residual_rows(y: np.ndarray, x: np.ndarray, offset: np.ndarray, multiplier: np.ndarray,
-                  shift: np.ndarray, zp: int, low: int, high: int, out_multiplier: np.ndarray,
-                  out_shift: np.ndarray, out_zp: int, out_low: int, out_high: int,
-                  out: np.ndarray) -> None:
+                  shift: np.ndarray, zp: int, low: int, high: int, double_round: bool,
+                  out_multiplier: np.ndarray, out_shift: np.ndarray, out_zp: int, out_low: int,
+                  out_high: int, out_double_round: bool, out: np.ndarray) -> None:
     """A quantized residual ADD, row by row ([rows, C], the vectors one entry per column):
     out = RESCALE(y + RESCALE(x + offset)), the inner RESCALE clamped to [low, high], the sum
-    wrapped to int32 as ADD wraps it, each RESCALE single-rounding (_rescaled)."""
+    wrapped to int32 as ADD wraps it, each RESCALE as _rescaled makes it."""
     for i in prange(y.shape[0]):
         for c in range(y.shape[1]):
-            a = _rescaled(np.int64(x[i, c]) + offset[c], multiplier[c], shift[c], zp, low, high)
+            a = _rescaled(np.int64(x[i, c]) + offset[c], multiplier[c], shift[c], zp, low, high,
+                          double_round)
             total = np.int64(np.int32(np.int64(y[i, c]) + a))
-            out[i, c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low, out_high)
+            out[i, c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low,
+                                  out_high, out_double_round)
 
 
 @_inlined
@@ -807,7 +817,7 @@ def _avg_pool_int_rows(x: np.ndarray, zero_point: int, kernel_y: int, kernel_x: 
             offset, multiplier, shift = count * zero_point, multipliers[count], shifts[count]
             o = out[b, r, ox]
             for c in range(channels):
-                o[c] = _rescaled(acc[c] - offset, multiplier, shift, output_zp, low, high)
+                o[c] = _rescaled(acc[c] - offset, multiplier, shift, output_zp, low, high, False)
 
 
 avg_pool_int_rows = _RowLoop(_avg_pool_int_rows)
@@ -914,7 +924,7 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
                          pad_top: int, pad_left: int, stride_y: int, stride_x: int,
                          dilation_y: int, dilation_x: int, block: int, out: np.ndarray,
                          offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                         output_zp: int, low: int, high: int) -> None:
+                         output_zp: int, low: int, high: int, double_round: bool) -> None:
     """conv_blocks of every output row, each block's sums (exact integers in w's type) +
     offset wrapped to int32 and rescaled into out [N, OH, OW, OC] as _rescale_row does,
     while they are in cache."""
@@ -928,4 +938,4 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
                        stride_x, dilation_y, dilation_x, count, width, acc)
         for i in range(count * width):
             _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
-                         out[b, r + i // width, i % width])
+                         double_round, out[b, r + i // width, i % width])

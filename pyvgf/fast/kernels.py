@@ -209,10 +209,10 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     return True
 
 
-Rescale = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int]
-"""A RESCALE in its common case (single rounding, the sum wrapped to int32), as the compiled
-loops take it: (offset, multiplier, shift, output_zp, low, high), the vectors of one
-entry per column (offset and shift int64, multiplier int32)."""
+Rescale = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int, bool]
+"""A RESCALE in its common case (the sum wrapped to int32), as the compiled loops take it:
+(offset, multiplier, shift, output_zp, low, high, double_round), the vectors of one entry per
+column (offset and shift int64, multiplier int32)."""
 
 
 def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: Rescale,

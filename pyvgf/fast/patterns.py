@@ -6,9 +6,9 @@ tensor; and a float residual ADD after a convolution, or after a MATMUL and its 
 inside the product's loops.
 
 A pattern is fused only where its types are the loop's (fp32; for the residual ADD, signed
-integers and RESCALEs rounding once), its reductions run along the last axis, its constants
-are scalars or one per column, and each of its intermediate results is read by the pattern
-alone and is not a graph result; anything else runs op by op. The loops make each element with
+integers), its reductions run along the last axis, its constants are scalars or one per
+column, and each of its intermediate results is read by the pattern alone and is not a graph
+result; anything else runs op by op. The loops make each element with
 the operations the ops make it with, in the same order (integers bit-exact); only float sums
 differ: each row's sum is accumulated in float64 and rounded once, where the reference sums
 pairwise in fp32 (TOSA leaves a sum's order open).
@@ -282,15 +282,14 @@ def _gelu(steps: Steps, i: int) -> Found | None:
     return _step("GELU", gelu, steps, chain, _read(steps, chain[0], source))
 
 
-def _single_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, object] | None:
-    """A RESCALE step's known operands, where it rounds once, reads and writes signed integers
-    (to `to`, when given) and every operand but its input is known; else None."""
+def _signed_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, object] | None:
+    """A RESCALE step's known operands, where it reads and writes signed integers (to `to`,
+    when given) and every operand but its input is known; else None."""
     p = steps.planned[i]
     if p.node.op != "RESCALE" or (to is not None and p.node.result_type.dtype != to):
         return None
     known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)}
-    if len(known) != len(p.args) - 1 or known["rounding_mode"] == DOUBLE_ROUND \
-            or known["input_unsigned"] or known["output_unsigned"]:
+    if len(known) != len(p.args) - 1 or known["input_unsigned"] or known["output_unsigned"]:
         return None
     return known
 
@@ -305,20 +304,21 @@ def _residual(steps: Steps, i: int) -> Found | None:
     for name in ("input2", "input1"):
         arg = steps.arg(i, name)
         j = steps.made_by.get(arg.index) if isinstance(arg, Slot) else None
-        if j is not None and len(steps.users(j)) == 1 and _single_rescale(steps, j, I32) is not None:
+        if j is not None and len(steps.users(j)) == 1 and _signed_rescale(steps, j, I32) is not None:
             inner, y = (j, name), steps.other(i, name)
             break
     after = steps.then(i, "RESCALE", ("input",))
-    outer = after and _single_rescale(steps, after[0], None)
+    outer = after and _signed_rescale(steps, after[0], None)
     if inner is None or not outer or not isinstance(y, Slot) or steps.made_shape(y) != shape:
         return None
     x = steps.arg(inner[0], "input")
-    first = _single_rescale(steps, inner[0], I32)
+    first = _signed_rescale(steps, inner[0], I32)
     if not isinstance(x, Slot) or steps.made_shape(x) != shape \
             or int(np.asarray(outer["input_zp"]).reshape(-1)[0]) != 0:
         return None
-    scale_in, scale_out = (_rescaling(r["multiplier"], r["shift"], r["per_channel"], False,
-                                      np.asarray(r["output_zp"]), False) for r in (first, outer))
+    scale_in, scale_out = (_rescaling(r["multiplier"], r["shift"], r["per_channel"],
+                                      r["rounding_mode"] == DOUBLE_ROUND, np.asarray(r["output_zp"]),
+                                      False) for r in (first, outer))
     x_zp = int(np.asarray(first["input_zp"]).reshape(-1)[0])
     channels, width = shape[-1], shape[-2] if len(shape) > 1 else 1
     tiled: list[tuple[np.ndarray, ...]] = []
@@ -333,8 +333,9 @@ def _residual(steps: Steps, i: int) -> Found | None:
         rows = (-1, width * channels)
         residual_rows(np.ascontiguousarray(y_value).reshape(rows),
                       np.ascontiguousarray(x_value).reshape(rows), offset, m, s, scale_in.output_zp,
-                      scale_in.low, scale_in.high, out_m, out_s, scale_out.output_zp, scale_out.low,
-                      scale_out.high, out.reshape(rows))
+                      scale_in.low, scale_in.high, scale_in.double_round, out_m, out_s,
+                      scale_out.output_zp, scale_out.low, scale_out.high, scale_out.double_round,
+                      out.reshape(rows))
         return out
     y_name, x_name = ("input2", "input1") if inner[1] == "input1" else ("input1", "input2")
     # The ADD's place: y may be made after the inner RESCALE; x stands for that RESCALE's result.

@@ -92,13 +92,13 @@ class _Rescaling:
             offset = per_channel(add, channels, I64)
         else:
             offset = np.full(channels, add, I64)
-        if self.double_round or wrap_bits not in (0, 32):
+        if wrap_bits not in (0, 32):
             rescale_rows(rows, offset, wrap_bits, *factors, self.double_round, self.output_zp,
                          self.low, self.high, out.reshape(rows.shape))
         else:
             loop = rescale_common_rows if shared else rescale_common_rows.serial
             loop(rows, offset, wrap_bits == 32, *factors, self.output_zp, self.low, self.high,
-                 out.reshape(rows.shape))
+                 self.double_round, out.reshape(rows.shape))
         return out
 
 
@@ -116,14 +116,14 @@ class _FromAccumulator:
 
     def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
         """This RESCALE of acc + bias as kernels.Rescale for a result of `channels` columns,
-        for the compiled loops to apply (prepared once for a constant bias); None for double
-        rounding or an int48 result."""
+        for the compiled loops to apply (prepared once for a constant bias); None for an int48
+        result."""
         scaling = self.scaling
-        if scaling.double_round or result_dtype != I32:
+        if result_dtype != I32:
             return None
         return prepared(bias, ("rescale", scaling, channels), lambda: (
             per_channel(bias, channels, I64), *scaling.factors(channels), scaling.output_zp,
-            scaling.low, scaling.high))
+            scaling.low, scaling.high, scaling.double_round))
 
 
 @rescale.from_accumulator
