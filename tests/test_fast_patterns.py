@@ -199,18 +199,25 @@ def test_a_pattern_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pattern
     compiled = plan.run(inputs)[0]
 
     loop = "softmax_shift_rows" if pattern == "softmax" else f"{pattern}_rows"
+    reference = _meanwhile(patterns, loop, inputs, tmp_path, monkeypatch)
+    np.testing.assert_allclose(compiled, reference, rtol=1e-5, atol=1e-6)
+    assert len(np.unique(reference)) > 1
 
+
+def _meanwhile(module: object, loop: str, inputs: list[np.ndarray], tmp_path, monkeypatch) -> np.ndarray:
+    """With `module`'s `loop` not compiled yet (as the compiler process makes it), a plan of
+    tmp_path's case.vgf has its fused step run the reference operators it stands for, once,
+    and gives the reference's result: which this returns."""
     def not_yet(*args: object) -> None:
         raise background.NotCompiled(loop)
-    monkeypatch.setattr(patterns, loop, not_yet)
+    monkeypatch.setattr(module, loop, not_yet)
     monkeypatch.setattr(fast, "_background", True)  # (the tests' conftest turns it off)
-    interim = _plan(case, tmp_path)
+    interim = FastPlan(*vgf_graph(tmp_path / "case.vgf"))
     meanwhile = interim.run(inputs)[0]
     assert interim.interim_steps == 1
     reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
     np.testing.assert_array_equal(meanwhile, reference)
-    np.testing.assert_allclose(compiled, reference, rtol=1e-5, atol=1e-6)
-    assert len(np.unique(reference)) > 1
+    return reference
 
 
 I8, I32 = np.dtype(np.int8), np.dtype(np.int32)
@@ -332,17 +339,8 @@ def test_a_residual_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pr
                                                                                monkeypatch):
     case = GraphCase(Graph(), description=f"{producer} + residual add")
     case.graph.output(_conv_add(case, (9, 7), 24, 1) if producer == "conv" else _matmul_add(case, 40, 24))
-    inputs = case.random_inputs(3)
-
-    def not_yet(*args: object) -> None:
-        raise background.NotCompiled("gemm_rows")
-    monkeypatch.setattr(kernels, "gemm_rows", not_yet)
-    monkeypatch.setattr(fast, "_background", True)  # (the tests' conftest turns it off)
-    interim = _plan(case, tmp_path)
-    meanwhile = interim.run(inputs)[0]
-    assert interim.interim_steps == 1
-    reference = FastPlan.__mro__[1](*vgf_graph(tmp_path / "case.vgf")).run(inputs)[0]
-    np.testing.assert_array_equal(meanwhile, reference)
+    (tmp_path / "case.vgf").write_bytes(case.to_vgf())
+    _meanwhile(kernels, "gemm_rows", case.random_inputs(3), tmp_path, monkeypatch)
 
 
 def _matmul_add(case: GraphCase, rows: int, columns: int, *, y_after: bool = False):

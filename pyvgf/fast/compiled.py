@@ -402,25 +402,26 @@ def _rescaled(v: np.int64, multiplier: np.int64, shift: np.int64, output_zp: int
 def _rescale_row(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
                  shift: np.ndarray, output_zp: int, low: int, high: int, double_round: bool,
                  out: np.ndarray) -> None:
-    """One row of rescale_common_rows: out[c] from x[c] + offset[c]. The roundings take a
-    loop each: with the choice inside the loop over the row, rounding once took 1.12x as long
-    (MobileNetV2 int8)."""
+    """One row of rescale_common_rows: out[c] from x[c] + offset[c]. Each rounding has a
+    loop of its own (_rescaled_span with the flag a constant): with the choice inside the loop
+    over the row, rounding once took 1.12x as long (MobileNetV2 int8)."""
     _wide_vectors()
     if double_round:
-        for c in range(x.shape[0]):
-            out[c] = _rescaled(_offset(x[c], offset[c], wrap32), multiplier[c], shift[c],
-                               output_zp, low, high, True)
+        _rescaled_span(x, offset, wrap32, multiplier, shift, output_zp, low, high, True, out)
     else:
-        for c in range(x.shape[0]):
-            out[c] = _rescaled(_offset(x[c], offset[c], wrap32), multiplier[c], shift[c],
-                               output_zp, low, high, False)
+        _rescaled_span(x, offset, wrap32, multiplier, shift, output_zp, low, high, False, out)
 
 
 @_inlined
-def _offset(x: np.int64, offset: np.int64, wrap32: bool) -> np.int64:
-    """x + offset in int64, wrapped to int32 where `wrap32`."""
-    v = np.int64(x) + offset
-    return np.int64(np.int32(v)) if wrap32 else v
+def _rescaled_span(x: np.ndarray, offset: np.ndarray, wrap32: bool, multiplier: np.ndarray,
+                   shift: np.ndarray, output_zp: int, low: int, high: int, double_round: bool,
+                   out: np.ndarray) -> None:
+    """The loop of _rescale_row."""
+    for c in range(x.shape[0]):
+        v = np.int64(x[c]) + offset[c]
+        if wrap32:
+            v = np.int64(np.int32(v))
+        out[c] = _rescaled(v, multiplier[c], shift[c], output_zp, low, high, double_round)
 
 
 @_RowLoop
@@ -762,19 +763,26 @@ def residual_rows(y: np.ndarray, x: np.ndarray, offset: np.ndarray, multiplier: 
     wrapped to int32 as ADD wraps it, each RESCALE as _rescaled makes it."""
     for i in prange(y.shape[0]):
         if double_round or out_double_round:
-            for c in range(y.shape[1]):
-                a = _rescaled(np.int64(x[i, c]) + offset[c], multiplier[c], shift[c], zp, low,
-                              high, double_round)
-                total = np.int64(np.int32(np.int64(y[i, c]) + a))
-                out[i, c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low,
-                                      out_high, out_double_round)
-        else:  # (as _rescale_row: a loop of its own)
-            for c in range(y.shape[1]):
-                a = _rescaled(np.int64(x[i, c]) + offset[c], multiplier[c], shift[c], zp, low,
-                              high, False)
-                total = np.int64(np.int32(np.int64(y[i, c]) + a))
-                out[i, c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low,
-                                      out_high, False)
+            _residual_row(y[i], x[i], offset, multiplier, shift, zp, low, high, double_round,
+                          out_multiplier, out_shift, out_zp, out_low, out_high, out_double_round,
+                          out[i])
+        else:  # a loop of its own, as _rescale_row has
+            _residual_row(y[i], x[i], offset, multiplier, shift, zp, low, high, False,
+                          out_multiplier, out_shift, out_zp, out_low, out_high, False, out[i])
+
+
+@_inlined
+def _residual_row(y: np.ndarray, x: np.ndarray, offset: np.ndarray, multiplier: np.ndarray,
+                  shift: np.ndarray, zp: int, low: int, high: int, double_round: bool,
+                  out_multiplier: np.ndarray, out_shift: np.ndarray, out_zp: int, out_low: int,
+                  out_high: int, out_double_round: bool, out: np.ndarray) -> None:
+    """One row of residual_rows."""
+    for c in range(y.shape[0]):
+        a = _rescaled(np.int64(x[c]) + offset[c], multiplier[c], shift[c], zp, low, high,
+                      double_round)
+        total = np.int64(np.int32(np.int64(y[c]) + a))
+        out[c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low, out_high,
+                           out_double_round)
 
 
 @_inlined
