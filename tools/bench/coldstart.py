@@ -39,7 +39,6 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-REAL = ROOT / "tests" / "fixtures" / "real" / "mobilenet_v2_int8.vgf"
 MODELS = ["mobilenet_v2_int8_real", "mobilenet_v2_fp32", "mobilenet_v2_int8"]
 
 _CHILD = r"""
@@ -81,18 +80,10 @@ def _model(name: str, work: Path, folder: Path | None = None) -> tuple[Path, lis
     """The model's VGF and its inputs saved as .npy files in `work` (from `folder` as
     `suite.py --export` writes it, when given)."""
     import numpy as np
+    from suite import REAL_INT8, build, load_exported
 
-    if name == "mobilenet_v2_int8_real":
-        import pyvgf
-        from pyvgf.cli import random_input
-
-        rng = np.random.default_rng(0)
-        vgf, inputs = REAL, [random_input(i, rng) for i in pyvgf.load(REAL).inputs]
-    else:
-        from suite import build, load_exported
-
-        model = load_exported(name, folder) if folder else build(name)
-        vgf, inputs = model.vgf, model.inputs
+    model = load_exported(name, folder) if folder and name != REAL_INT8 else build(name)
+    vgf, inputs = model.vgf, model.inputs
     paths = []
     for i, x in enumerate(inputs):
         paths.append(work / f"{name}_in{i}.npy")
