@@ -166,14 +166,13 @@ def test_one_matmuls_bias_is_added_in_its_blocks(block_rows, tmp_path, monkeypat
     """One product then an ADD of one bias per column: the GEMM adds the bias to each block as
     it is made (split_gemm's `finish`), or after it where it does not split; the reference's
     results either way."""
-    from pyvgf.fast import tensor
     from pyvgf.testing import assert_backends_agree
 
     monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows or kernels.GEMM_BLOCK_ROWS)
     finished: list[bool] = []
-    real = tensor.split_gemm
-    monkeypatch.setattr(tensor, "split_gemm", lambda a, b, out, finish=None: finished.append(
-        finish is not None) or real(a, b, out, finish))
+    real = kernels.split_gemm  # (kernels.biased_product's)
+    monkeypatch.setattr(kernels, "split_gemm", lambda a, b, out, finish=None, residual=None: finished.append(
+        finish is not None) or real(a, b, out, finish, residual))
     case = _conv_then("ADD", (1, 1, 24), matmul=True, batch=1)
     assert_backends_agree(case.to_vgf(), case.random_inputs(4), backends=("reference", "cpu"))
     assert finished and all(finished)

@@ -368,7 +368,7 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
     integer when wrap_bits is not 0; then the specification's apply_scale
     (v * multiplier[c] + 2**(shift[c]-1), with double rounding's +-2**30 when shift > 31,
     arithmetically shifted right by shift[c]), plus output_zp, clamped to [low, high] and
-    stored with out's type (an unsigned result is stored as its bit pattern)."""
+    stored with out's type (an unsigned result is stored as its bit pattern): _rescaled."""
     rows, channels = x.shape
     half = np.int64(1) << (wrap_bits - 1) if wrap_bits else np.int64(0)
     mask = (half << 1) - 1
@@ -377,12 +377,7 @@ def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: 
             v = np.int64(x[i, c]) + offset[c]
             if wrap_bits:
                 v = ((v + half) & mask) - half
-            s = shift[c]
-            rounding = np.int64(1) << (s - 1)
-            if double_round and s > 31:
-                rounding += (np.int64(1) << 30) if v >= 0 else -(np.int64(1) << 30)
-            y = ((v * multiplier[c] + rounding) >> s) + output_zp
-            out[i, c] = min(max(y, low), high)
+            out[i, c] = _rescaled(v, multiplier[c], shift[c], output_zp, low, high, double_round)
 
 
 @_inlined
@@ -525,7 +520,8 @@ def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.nd
 @_threaded
 def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: np.ndarray,
                           blocks: int, offset: np.ndarray, multiplier: np.ndarray,
-                          shift: np.ndarray, output_zp: int, low: int, high: int, double_round: bool) -> None:
+                          shift: np.ndarray, output_zp: int, low: int, high: int,
+                          double_round: bool) -> None:
     """gemm_rows_rescaled with out's columns split instead of its rows (see gemm_columns;
     bt is b transposed, C-contiguous): each block converts all of a, makes its columns in
     one BLAS call and rescales them."""

@@ -341,7 +341,6 @@ class _Conv:
             result.put(first, acc.reshape(n, stop - first, *out_size[1:], oc))
         return result.array, False
 
-
     def _gemm(self, a: np.ndarray, make: Callable[[], kernels.GemmCall | None]
               ) -> kernels.GemmCall | None:
         """The pointwise GEMM for this run's thread count (`gemms`), made by `make` at the
@@ -353,6 +352,7 @@ class _Conv:
         if key not in self.gemms:
             self.gemms[key] = make()
         return self.gemms[key]
+
 
 def _prepared(make: Callable[..., Callable[[np.ndarray], np.ndarray]], *,
               input: TensorType, weight: object, bias: object, input_zp: object,

@@ -209,6 +209,21 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     return True
 
 
+def biased_product(a: np.ndarray, b: np.ndarray, bias: np.ndarray,
+                   residual: np.ndarray | None = None) -> np.ndarray:
+    """a @ b + bias (+ residual, where given) for fp32 a [1, H, C], b [C, W], bias [W] and
+    residual [1, H, W]: the bias, then the residual, added to each block of the GEMM as it is
+    made where split_gemm applies, else after numpy's product, in the same order."""
+    out = np.empty((1, a.shape[1], b.shape[1]), F32)
+    if not split_gemm(np.ascontiguousarray(a[0]), b, out[0], (bias, -np.inf, np.inf, False),
+                      None if residual is None else residual[0]):
+        np.matmul(a[0], b, out=out[0])
+        out += bias
+        if residual is not None:
+            out += residual
+    return out
+
+
 Rescale = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int, bool]
 """A RESCALE in its common case (the sum wrapped to int32), as the compiled loops take it:
 (offset, multiplier, shift, output_zp, low, high, double_round), the vectors of one entry per

@@ -28,7 +28,7 @@ from ..tosa._common import F32, I32
 from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_scale_rows, softmax_shift_rows
-from .kernels import split_gemm
+from .kernels import biased_product
 from .registry import FastOpDef
 from .rescale import _rescaling
 
@@ -419,16 +419,3 @@ def find(steps: Steps) -> list[Found]:
                 taken.update(hit.steps)
                 break
     return found
-
-
-def biased_product(a: np.ndarray, b: np.ndarray, bias: np.ndarray, residual: np.ndarray) -> np.ndarray:
-    """(a @ b + bias) + residual for fp32 a [1, H, C], b [C, W], bias [W] and residual
-    [1, H, W]: bias, then residual, added to each block of the GEMM as it is made where
-    split_gemm applies, else after numpy's product, in the same order."""
-    out = np.empty((1, a.shape[1], b.shape[1]), F32)
-    if not split_gemm(np.ascontiguousarray(a[0]), b, out[0], (bias, -np.inf, np.inf, False),
-                      residual[0]):
-        np.matmul(a[0], b, out=out[0])
-        out += bias
-        out += residual
-    return out

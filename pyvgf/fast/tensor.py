@@ -12,7 +12,7 @@ import numpy as np
 from ..tosa._common import F32, is_float, scalar
 from ..tosa.interpreter import Known
 from ..types import TensorType
-from .kernels import exact_dtype, gemm, max_offset, split_gemm
+from .kernels import biased_product, exact_dtype, gemm, max_offset
 from .patterns import per_column
 from .registry import fast_op
 
@@ -51,21 +51,16 @@ def _matmul_prepare(*, A: np.ndarray | TensorType, B: np.ndarray | TensorType, A
                     ) -> Callable[..., np.ndarray] | None:
     """For one fp32 product ([1, H, C] @ [1, C, W]) whose epilogue starts with an ADD of one
     value per column: the product with that ADD made in each block of rows or columns as it
-    is made (kernels.split_gemm's `finish`), then the rest of the epilogue; None otherwise."""
+    is made (kernels.biased_product), then the rest of the epilogue; None otherwise."""
     columns = B.shape[-1]
     bias = _bias(epilogue, columns)
     if bias is None or A.shape[0] != 1 or np.dtype(result_dtype) != F32 \
             or any(x.dtype != F32 for x in (A, B)):  # type: ignore[union-attr]
         return None
-    finish = (bias, -np.inf, np.inf, False)
 
     def run(**operands: np.ndarray) -> np.ndarray:
         a, b = operands.get("A", A), operands.get("B", B)
-        out = np.empty((1, a.shape[1], columns), F32)
-        if not split_gemm(np.ascontiguousarray(a[0]), b[0], out[0], finish):  # type: ignore[index]
-            np.matmul(a, b, out=out)
-            out += bias
-        return epilogue.rest(out)  # type: ignore[union-attr]
+        return epilogue.rest(biased_product(a, b[0], bias))  # type: ignore[union-attr, index]
     return run
 
 
