@@ -367,6 +367,46 @@ def test_openmp_threads_spin_briefly_unless_the_user_says_otherwise(env, want):
     assert out[0] == str(want) and (want != "20000" or out[1] == want)
 
 
+_IDLE_CPU = """
+import sys, time
+sys.path[:0] = sys.argv[1:]  # tests/ and tools/, as pytest has them
+import numpy as np
+from pyvgf.fast import kernels
+from pyvgf.fast.plan import FastPlan
+from support.spirv import fixtures, random_input, vgf_graph
+kernels.GEMM_BLOCK_ROWS, kernels.GEMM_BLOCK_BYTES = 1, 64  # every GEMM split over the threads
+graph, constants = vgf_graph(fixtures.model("interpreter_fuse_f32"))
+plan = FastPlan(graph, constants)
+inputs = [random_input(p.type, np.random.default_rng(2)) for p in graph.inputs]
+for _ in range(3):
+    plan.run(inputs)
+start = time.process_time()
+time.sleep(0.25)
+print(time.process_time() - start)
+"""
+
+
+@pytest.mark.parametrize("env,spins", [({}, False),
+                                       ({"NUMBA_THREADING_LAYER": "omp", "OMP_WAIT_POLICY": "ACTIVE"}, True)],
+                         ids=["default", "openmp-active"])
+def test_idle_threads_sleep_after_a_run(env, spins):
+    """After a run, the loops' threads sleep rather than spin: the process takes under 10 ms of
+    CPU in the quarter second that follows (onnxruntime's workers spin about 30 ms after each
+    of its runs). OpenMP told to wait actively spins the whole time, which the check sees."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    if env.get("NUMBA_THREADING_LAYER") == "omp" and sys.platform != "linux":
+        pytest.skip("GNU OpenMP is numba's OpenMP layer on Linux")
+    base = {k: v for k, v in os.environ.items() if k != "GOMP_SPINCOUNT"}  # set by this process's import
+    paths = [str(Path(__file__).parents[1] / folder) for folder in ("tests", "tools")]
+    out = subprocess.run([sys.executable, "-c", _IDLE_CPU, *paths], env={**base, "NUMBA_NUM_THREADS": "2", **env},
+                         capture_output=True, text=True, check=True).stdout
+    cpu = float(out)
+    assert (cpu > 0.1) if spins else (cpu < 0.01), cpu
+
+
 def test_a_batched_gemm_runs_its_products_in_one_threaded_loop(monkeypatch):
     """Attention's per-head products: one loop over the batch, each product one BLAS call, the
     same values as numpy's, its matrices laid out by rows or by columns; a batch smaller than

@@ -7,6 +7,7 @@ For each model (NAME.vgf/.npz as `suite.py --export DIR` writes them), in one pr
 side in one run, each figure the median of --runs timed runs after a warm-up:
 
     alone           pyvgf's Model.run back to back; each peer's run back to back
+    one thread      pyvgf's runs with load(..., threads=1): what it can do on one core
     busy neighbour  pyvgf's runs with one CPU-bound process beside it (a Python busy loop)
     with PEER       pyvgf and PEER alternating run by run (a user comparing outputs), each timed:
                     onnxruntime with its default settings and torch eager (where installed)
@@ -15,6 +16,10 @@ and the ratios the project holds itself to (issue #16): beside a busy process py
 within 3x of its median alone; alternating with a peer, each runtime within 1.5x of its own
 speed alone. The modes are interleaved in rounds, as suite.py does, so a VM's drifting speed
 falls on all of them alike.
+
+Beside them, what bounds those ratios: each runtime's idle cores, the CPU its process takes in
+the IDLE_WINDOW after one of its runs (threads that spin waiting for work hold a core that
+long), and pyvgf alternating with a peer against pyvgf on one thread.
 """
 
 from __future__ import annotations
@@ -34,11 +39,23 @@ sys.path[:0] = [str(HERE.parents[1]), str(HERE.parent), str(HERE)]
 
 Run = Callable[[], object]
 
+IDLE_WINDOW = 0.05
+"""Seconds after a run in which its process's CPU time is taken (idle_cores)."""
+
 
 def _timed(fn: Run) -> float:
     start = time.perf_counter()
     fn()
     return time.perf_counter() - start
+
+
+def idle_cores(fn: Run) -> float:
+    """Cores the process keeps busy in the IDLE_WINDOW after fn() returns (0: its threads
+    sleep; 1: one thread spins all the while)."""
+    fn()
+    cpu, wall = time.process_time(), time.perf_counter()
+    time.sleep(IDLE_WINDOW)
+    return (time.process_time() - cpu) / (time.perf_counter() - wall)
 
 
 def _peers(model, work: Path) -> dict[str, Run]:
@@ -62,24 +79,34 @@ def _peers(model, work: Path) -> dict[str, Run]:
     return peers
 
 
-def measure(model, runs: int, rounds: int) -> dict[str, float]:
-    """Median seconds of each mode (see the module doc) for one model (suite.BenchModel)."""
+def measure(model, runs: int, rounds: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Median seconds of each mode (see the module doc) for one model (suite.BenchModel), and
+    the median idle_cores of pyvgf and each peer."""
     import pyvgf
 
     loaded = pyvgf.load(model.vgf)
+    one_thread = pyvgf.load(model.vgf, threads=1)
 
     def ours() -> object:
         return loaded.run(model.inputs)
 
+    def ours_on_one_thread() -> object:
+        return one_thread.run(model.inputs)
+
     with tempfile.TemporaryDirectory() as tmp:
         peers = _peers(model, Path(tmp))
-        for fn in (ours, *peers.values()):  # warm-up: compiled loops, first touches
+        for fn in (ours, ours_on_one_thread, *peers.values()):  # warm-up: loops, first touches
             fn()
             fn()
         times: dict[str, list[float]] = {}
+        idle: dict[str, list[float]] = {}
         per_round = max(1, runs // rounds)
         for _ in range(rounds):
             times.setdefault("pyvgf alone", []).extend(_timed(ours) for _ in range(per_round))
+            times.setdefault("pyvgf one thread", []).extend(
+                _timed(ours_on_one_thread) for _ in range(per_round))
+            for runtime, fn in (("pyvgf", ours), *peers.items()):
+                idle.setdefault(runtime, []).append(idle_cores(fn))
             for peer, fn in peers.items():
                 times.setdefault(f"{peer} alone", []).extend(_timed(fn) for _ in range(per_round))
                 for _ in range(per_round):
@@ -94,7 +121,9 @@ def measure(model, runs: int, rounds: int) -> dict[str, float]:
                 busy.kill()
                 busy.wait()
     loaded.close()
-    return {mode: statistics.median(values) for mode, values in times.items()}
+    one_thread.close()
+    return ({mode: statistics.median(values) for mode, values in times.items()},
+            {runtime: statistics.median(values) for runtime, values in idle.items()})
 
 
 def ratios(medians: dict[str, float]) -> list[tuple[str, float, str]]:
@@ -106,18 +135,23 @@ def ratios(medians: dict[str, float]) -> list[tuple[str, float, str]]:
             runtime = mode.split(" with ")[0]
             rows.append((f"{mode} / {runtime} alone", value / medians[f"{runtime} alone"],
                          "<= 1.5"))
+            if runtime == "pyvgf":
+                rows.append((f"{mode} / pyvgf one thread", value / medians["pyvgf one thread"],
+                             "none: the bound where the peer's threads hold a core"))
     return rows
 
 
 def measured(model, runs: int, rounds: int) -> dict:
     """`measure` and `ratios` of one model, printed; as JSON."""
-    medians = measure(model, runs, rounds)
+    medians, idle = measure(model, runs, rounds)
     rows = ratios(medians)
     for mode, value in medians.items():
         print(f"  {mode:32s} {value * 1e3:8.2f} ms")
+    for runtime, cores in idle.items():
+        print(f"  {runtime + ' idle cores':32s} {cores:8.2f}    (in the {IDLE_WINDOW * 1e3:.0f} ms after a run)")
     for what, ratio, target in rows:
         print(f"  {what:48s} {ratio:5.2f}x  (target {target})")
-    return {"median_ms": {k: v * 1e3 for k, v in medians.items()},
+    return {"median_ms": {k: v * 1e3 for k, v in medians.items()}, "idle_cores": idle,
             "ratios": {what: ratio for what, ratio, _ in rows}}
 
 
