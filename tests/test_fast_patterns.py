@@ -239,32 +239,45 @@ WITHIN_INT8 = Domain(-2**16, 2**16)
 """y's values that the residual's last RESCALE maps onto most of int8."""
 
 
+RESCALED_Y = {"rescaled-within-int8": 21, "rescaled-saturating-int32": 6}
+"""y as an int8 tensor, rescaled to int32 by about 2**(30 - shift) for these shifts: its
++-2**16 reaching most of int8 at the end; or saturating int32, sums wrapping."""
+
+
 def _residual(case: GraphCase, shape, *, per_channel: bool, rounding: str = "SINGLE_ROUND",
-              y: Domain = WITHIN_INT8):
+              y: Domain | str = WITHIN_INT8):
     """RESCALE(x) to int32 (x * 2**4, less its zero point -5), ADD to y, RESCALE to int8 (by
-    2**-9, so that y's +-2**16 reach most of int8): a quantized residual ADD."""
+    2**-9, so that y's +-2**16 reach most of int8): a quantized residual ADD. y is an int32
+    tensor of a Domain, or an int8 one rescaled as RESCALED_Y says (less its zero point 7)."""
     g = case.graph
-    x, y_value = case.input(I8, shape), case.input(I32, shape, y)
     channels = shape[-1] if per_channel else None
+    if isinstance(y, str):
+        y_value = _rescale(g, case.input(I8, shape), I32, shape, RESCALED_Y[y], channels=channels,
+                           input_zp=7)
+    else:
+        y_value = case.input(I32, shape, y)
+    x = case.input(I8, shape)
     inner = _rescale(g, x, I32, shape, 26, channels=channels, input_zp=-5)
     total = g.op("ADD", input1=y_value, input2=inner, result=(I32, shape))
     return _rescale(g, total, I8, shape, 39, channels=channels, output_zp=3, rounding=rounding)
 
 
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
-@pytest.mark.parametrize("y", [WITHIN_INT8, Domain(2**31 - 2**11, 2**31 - 1)],
-                         ids=["within-int8", "sums-wrapping-int32"])
+@pytest.mark.parametrize("y", [WITHIN_INT8, Domain(2**31 - 2**11, 2**31 - 1), *RESCALED_Y],
+                         ids=["within-int8", "sums-wrapping-int32", *RESCALED_Y])
 @pytest.mark.parametrize("rounding", ["SINGLE_ROUND", "DOUBLE_ROUND"])
 def test_a_quantized_residual_add_runs_as_one_step_bit_exact(per_channel, y, rounding, tmp_path):
     """The sum wraps as ADD wraps it: near int32's top, y + x * 2**4 wraps to its bottom and
     the result saturates low, where the unwrapped sum would saturate high. The last RESCALE
-    rounds once, or twice as TFLite's lowering writes it (Arm's real models)."""
+    rounds once, or twice as TFLite's lowering writes it (Arm's real models). Where y is
+    rescaled too, its RESCALE is part of the step."""
     case = GraphCase(Graph(), description="residual add")
     case.graph.output(_residual(case, (1, 6, 5, 12), per_channel=per_channel, y=y, rounding=rounding))
-    assert _fused(case, tmp_path) == [("ADD", "RESCALE", "RESCALE")]
+    rescales = ("RESCALE",) * (3 if isinstance(y, str) else 2)
+    assert _fused(case, tmp_path) == [("ADD", *rescales)]
     results = assert_backends_agree(case.to_vgf(), case.random_inputs(7), backends=("reference", "cpu"))
     values = np.unique(results[0])
-    assert len(values) > (100 if y.high < 2**20 else 1)  # neither saturated nor constant
+    assert len(values) > (100 if y in (WITHIN_INT8, "rescaled-within-int8") else 1)  # neither saturated nor constant
 
 
 def test_a_single_op_whose_loop_is_not_compiled_yet_runs_its_reference(tmp_path, monkeypatch):

@@ -750,35 +750,42 @@ product and a sum each rounded alone, which contraction leaves alone)."""
 
 
 @_RowLoop
-def residual_rows(y: np.ndarray, x: np.ndarray, offset: np.ndarray, multiplier: np.ndarray,
-                  shift: np.ndarray, zp: int, low: int, high: int, double_round: bool,
-                  out_multiplier: np.ndarray, out_shift: np.ndarray, out_zp: int, out_low: int,
-                  out_high: int, out_double_round: bool, out: np.ndarray) -> None:
+def residual_rows(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple, out_scale: tuple,
+                  out: np.ndarray) -> None:
     """A quantized residual ADD, row by row ([rows, C], the vectors one entry per column):
-    out = RESCALE(y + RESCALE(x + offset)), the inner RESCALE clamped to [low, high], the sum
-    wrapped to int32 as ADD wraps it, each RESCALE as _rescaled makes it."""
+    out = RESCALE(RESCALE(y) + RESCALE(x)), the sum wrapped to int32 as ADD wraps it, each
+    RESCALE a kernels.Rescale (offset, multiplier, shift, output_zp, low, high, double_round)
+    made as _rescaled makes it (a y already of int32 takes the identity, multiplier 2**30 and
+    shift 30)."""
+    twice = y_scale[6] or x_scale[6] or out_scale[6]
     for i in prange(y.shape[0]):
-        if double_round or out_double_round:
-            _residual_row(y[i], x[i], offset, multiplier, shift, zp, low, high, double_round,
-                          out_multiplier, out_shift, out_zp, out_low, out_high, out_double_round,
-                          out[i])
+        if twice:
+            _residual_row(y[i], x[i], y_scale, x_scale, out_scale, out[i])
         else:  # a loop of its own, as _rescale_row has
-            _residual_row(y[i], x[i], offset, multiplier, shift, zp, low, high, False,
-                          out_multiplier, out_shift, out_zp, out_low, out_high, False, out[i])
+            _residual_row(y[i], x[i], _rounding_once(y_scale), _rounding_once(x_scale),
+                          _rounding_once(out_scale), out[i])
 
 
 @_inlined
-def _residual_row(y: np.ndarray, x: np.ndarray, offset: np.ndarray, multiplier: np.ndarray,
-                  shift: np.ndarray, zp: int, low: int, high: int, double_round: bool,
-                  out_multiplier: np.ndarray, out_shift: np.ndarray, out_zp: int, out_low: int,
-                  out_high: int, out_double_round: bool, out: np.ndarray) -> None:
+def _rounding_once(scale: tuple) -> tuple:
+    """A kernels.Rescale with double_round the constant False."""
+    return scale[0], scale[1], scale[2], scale[3], scale[4], scale[5], False
+
+
+@_inlined
+def _residual_row(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple,
+                  out_scale: tuple, out: np.ndarray) -> None:
     """One row of residual_rows."""
     for c in range(y.shape[0]):
-        a = _rescaled(np.int64(x[c]) + offset[c], multiplier[c], shift[c], zp, low, high,
-                      double_round)
-        total = np.int64(np.int32(np.int64(y[c]) + a))
-        out[c] = _rescaled(total, out_multiplier[c], out_shift[c], out_zp, out_low, out_high,
-                           out_double_round)
+        total = np.int64(np.int32(_rescaled_at(y[c], c, y_scale) + _rescaled_at(x[c], c, x_scale)))
+        out[c] = _rescaled_at(total, c, out_scale)
+
+
+@_inlined
+def _rescaled_at(v: np.int64, c: int, scale: tuple) -> np.int64:
+    """The kernels.Rescale `scale` of v in column c."""
+    return _rescaled(np.int64(v) + scale[0][c], scale[1][c], scale[2][c], scale[3], scale[4],
+                     scale[5], scale[6])
 
 
 @_inlined

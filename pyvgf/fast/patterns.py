@@ -28,7 +28,7 @@ from ..tosa._common import F32, I32
 from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_scale_rows, softmax_shift_rows
-from .kernels import biased_product
+from .kernels import Rescale, biased_product
 from .registry import FastOpDef
 from .rescale import _rescaling
 
@@ -296,51 +296,72 @@ def _signed_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, obje
 
 def _residual(steps: Steps, i: int) -> Found | None:
     """RESCALE(x) -> ADD(y, that) -> RESCALE: a quantized residual ADD (int8 or int16 x, the
-    int32 sum), as TOSA writes one; found from its ADD."""
+    int32 sum), as TOSA writes one; y an int32 tensor, or itself RESCALE(y) of an int8 or int16
+    one, as TFLite's lowering writes it (Arm's real models) and the benchmark suite's int8
+    MobileNetV2 has it; found from its ADD."""
     if steps.op(i) != "ADD" or steps.planned[i].node.result_type.dtype != I32 or not steps.rows(i):
         return None
     shape = steps.shape(i)
-    inner = None
-    for name in ("input2", "input1"):
-        arg = steps.arg(i, name)
-        j = steps.made_by.get(arg.index) if isinstance(arg, Slot) else None
-        if j is not None and len(steps.users(j)) == 1 and _signed_rescale(steps, j, I32) is not None:
-            inner, y = (j, name), steps.other(i, name)
-            break
+    inner = _inner_rescale(steps, i, "input2", shape) or _inner_rescale(steps, i, "input1", shape)
     after = steps.then(i, "RESCALE", ("input",))
     outer = after and _signed_rescale(steps, after[0], None)
-    if inner is None or not outer or not isinstance(y, Slot) or steps.made_shape(y) != shape:
+    if inner is None or not outer:
         return None
-    x = steps.arg(inner[0], "input")
-    first = _signed_rescale(steps, inner[0], I32)
-    if not isinstance(x, Slot) or steps.made_shape(x) != shape \
-            or int(np.asarray(outer["input_zp"]).reshape(-1)[0]) != 0:
+    x_step, x_name, x, x_rescale = inner
+    y_name = "input1" if x_name == "input2" else "input2"
+    y_inner = _inner_rescale(steps, i, y_name, shape)
+    if y_inner is not None:
+        y_step, _, y, y_rescale = y_inner
+    else:
+        y_step, y, y_rescale = None, steps.arg(i, y_name), None
+    if not isinstance(y, Slot) or steps.made_shape(y) != shape:
         return None
-    scale_in, scale_out = (_rescaling(r["multiplier"], r["shift"], r["per_channel"],
-                                      r["rounding_mode"] == DOUBLE_ROUND, np.asarray(r["output_zp"]),
-                                      False) for r in (first, outer))
-    x_zp = int(np.asarray(first["input_zp"]).reshape(-1)[0])
     channels, width = shape[-1], shape[-2] if len(shape) > 1 else 1
-    tiled: list[tuple[np.ndarray, ...]] = []
+    out_dtype = np.asarray(outer["output_zp"]).dtype
+    tiled: list[Rescale] = []
 
     def residual(y_value: np.ndarray, x_value: np.ndarray) -> np.ndarray:
         if not tiled:  # each per-column vector along a whole row of W * C (kernels.along_rows)
-            vectors = (np.full(channels, -x_zp, np.int64), *scale_in.factors(channels),
-                       *scale_out.factors(channels))
-            tiled.append(tuple(np.tile(v, width) for v in vectors))
-        offset, m, s, out_m, out_s = tiled[0]
-        out = np.empty(shape, scale_out.out_dtype)
+            tiled.extend(_along_rows(r, channels, width) for r in (y_rescale, x_rescale, outer))
+        out = np.empty(shape, out_dtype)
         rows = (-1, width * channels)
         residual_rows(np.ascontiguousarray(y_value).reshape(rows),
-                      np.ascontiguousarray(x_value).reshape(rows), offset, m, s, scale_in.output_zp,
-                      scale_in.low, scale_in.high, scale_in.double_round, out_m, out_s,
-                      scale_out.output_zp, scale_out.low, scale_out.high, scale_out.double_round,
-                      out.reshape(rows))
+                      np.ascontiguousarray(x_value).reshape(rows), *tiled, out.reshape(rows))
         return out
-    y_name, x_name = ("input2", "input1") if inner[1] == "input1" else ("input1", "input2")
     # The ADD's place: y may be made after the inner RESCALE; x stands for that RESCALE's result.
-    return _step("RESIDUAL_ADD", residual, steps, sorted((inner[0], i, after[0])),
-                 {y_name: y, x_name: x}, at=i)
+    indices = (x_step, i, after[0]) if y_step is None else (y_step, x_step, i, after[0])
+    return _step("RESIDUAL_ADD", residual, steps, sorted(indices), {y_name: y, x_name: x}, at=i)
+
+
+def _inner_rescale(steps: Steps, i: int, name: str, shape: tuple[int, ...]
+                   ) -> tuple[int, str, Slot, dict[str, object]] | None:
+    """ADD step i's operand `name` where only it reads it and a signed RESCALE to int32 made
+    it from a tensor of `shape`: that RESCALE's step, `name`, its input and known operands."""
+    arg = steps.arg(i, name)
+    j = steps.made_by.get(arg.index) if isinstance(arg, Slot) else None
+    if j is None or len(steps.users(j)) != 1:
+        return None
+    known, x = _signed_rescale(steps, j, I32), steps.arg(j, "input")
+    if known is None or not isinstance(x, Slot) or steps.made_shape(x) != shape:
+        return None
+    return j, name, x, known
+
+
+def _along_rows(rescale: dict[str, object] | None, channels: int, width: int) -> Rescale:
+    """A RESCALE's known operands as the kernels.Rescale of a row of `width` pixels of
+    `channels` (None: the identity on int32)."""
+    if rescale is None:
+        vectors = (np.zeros(channels, np.int64), np.full(channels, 1 << 30, np.int32),
+                   np.full(channels, 30, np.int64))
+        bounds = (0, int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max), False)
+    else:
+        r = _rescaling(rescale["multiplier"], rescale["shift"], rescale["per_channel"],
+                       rescale["rounding_mode"] == DOUBLE_ROUND, np.asarray(rescale["output_zp"]),
+                       False)
+        zp = int(np.asarray(rescale["input_zp"]).reshape(-1)[0])
+        vectors = (np.full(channels, -zp, np.int64), *r.factors(channels))
+        bounds = (r.output_zp, r.low, r.high, r.double_round)
+    return (*(np.tile(v, width) for v in vectors), *bounds)  # type: ignore[return-value]
 
 
 def _conv_add(steps: Steps, i: int) -> Found | None:
