@@ -371,8 +371,10 @@ _IDLE_CPU = """
 import sys, time
 sys.path[:0] = sys.argv[1:]  # tests/ and tools/, as pytest has them
 import numpy as np
+from pyvgf import fast
 from pyvgf.fast import kernels
 from pyvgf.fast.plan import FastPlan
+fast.set_background_compile(False)  # the runs below use the compiled loops, cache cold or not
 from support.spirv import fixtures, random_input, vgf_graph
 kernels.GEMM_BLOCK_ROWS, kernels.GEMM_BLOCK_BYTES = 1, 64  # every GEMM split over the threads
 graph, constants = vgf_graph(fixtures.model("interpreter_fuse_f32"))
