@@ -84,6 +84,8 @@ def _peers(model, work: Path) -> dict[str, Run]:
 def measure(model, runs: int, rounds: int) -> tuple[dict[str, float], dict[str, float]]:
     """Median seconds of each mode (see the module doc) for one model (suite.BenchModel), and
     the median idle_cores of pyvgf and each peer."""
+    from suite import compiled
+
     import pyvgf
 
     loaded = pyvgf.load(model.vgf)
@@ -100,6 +102,8 @@ def measure(model, runs: int, rounds: int) -> tuple[dict[str, float], dict[str, 
         for fn in (ours, ours_on_one_thread, *peers.values()):  # warm-up: loops, first touches
             fn()
             fn()
+        compiled(ours)
+        compiled(ours_on_one_thread)
         times: dict[str, list[float]] = {}
         idle: dict[str, list[float]] = {}
         per_round = max(1, runs // rounds)
