@@ -170,7 +170,7 @@ def main(argv: list[str] | None = None) -> int:
             os.environ[var] = str(args.threads)
     root = Path(__file__).resolve().parents[2]
     sys.path[:0] = [str(root), str(root / "tools"), str(root / "tools" / "bench")]
-    from suite import build, load_exported
+    from suite import build, compiled, load_exported
 
     import pyvgf
     from pyvgf import fast
@@ -206,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
     with pyvgf.load(model.vgf) as m:
         m.run(model.inputs)
+        compiled(lambda: m.run(model.inputs))
         spent.clear()
         steps.clear()
         kinds.clear()
