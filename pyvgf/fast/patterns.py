@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tosa._common import F32, I32
+from ..tosa._common import F32, I32, int_max, int_min
 from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_scale_rows, softmax_shift_rows
@@ -322,7 +322,7 @@ def _residual(steps: Steps, i: int) -> Found | None:
 
     def residual(y_value: np.ndarray, x_value: np.ndarray) -> np.ndarray:
         if not tiled:  # each per-column vector along a whole row of W * C (kernels.along_rows)
-            tiled.extend(_along_rows(r, channels, width) for r in (y_rescale, x_rescale, outer))
+            tiled.extend(_tiled_rescale(r, channels, width) for r in (y_rescale, x_rescale, outer))
         out = np.empty(shape, out_dtype)
         rows = (-1, width * channels)
         residual_rows(np.ascontiguousarray(y_value).reshape(rows),
@@ -347,13 +347,13 @@ def _inner_rescale(steps: Steps, i: int, name: str, shape: tuple[int, ...]
     return j, name, x, known
 
 
-def _along_rows(rescale: dict[str, object] | None, channels: int, width: int) -> Rescale:
+def _tiled_rescale(rescale: dict[str, object] | None, channels: int, width: int) -> Rescale:
     """A RESCALE's known operands as the kernels.Rescale of a row of `width` pixels of
     `channels` (None: the identity on int32)."""
     if rescale is None:
         vectors = (np.zeros(channels, np.int64), np.full(channels, 1 << 30, np.int32),
                    np.full(channels, 30, np.int64))
-        bounds = (0, int(np.iinfo(np.int32).min), int(np.iinfo(np.int32).max), False)
+        bounds = (0, int_min(I32), int_max(I32), False)
     else:
         r = _rescaling(rescale["multiplier"], rescale["shift"], rescale["per_channel"],
                        rescale["rounding_mode"] == DOUBLE_ROUND, np.asarray(rescale["output_zp"]),
