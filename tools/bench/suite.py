@@ -460,7 +460,7 @@ def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
             m = stack.enter_context(pyvgf.load(model.vgf, backend=backend))
             runs[key] = Batches(lambda m=m: m.run(model.inputs)), repeat
             if backend == "cpu":
-                compiled(lambda m=m: m.run(model.inputs))
+                compiled(runs[key][0].fn)
             if backend == "vulkan":
                 runs["pyvgf-vulkan-dispatch"] = Batches(stack.enter_context(pyvgf_dispatch(model))), repeat
                 if one_op:
