@@ -175,3 +175,27 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
         got = np.empty((rows, columns), np.int8)
         kernels.int8_gemm_call(a, matrix, got, folded)(a, got)
         np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("rows, columns, parts, by_columns", [
+    (196, 384, 12, False),  # 196 rows: 12 threads of 16 rows, not one thread
+    (49, 160, 10, True),    # a 7x7 map's few rows: its columns over 10 threads
+    (20, 24, None, False),  # too small to split at all
+])
+def test_a_product_too_small_for_every_thread_splits_over_fewer(monkeypatch, rows, columns, parts,
+                                                                  by_columns):
+    """On a many-core machine (16 workers here), a GEMM with fewer than 16 rows (or columns) a
+    thread splits over as many threads as have 16 each, and still gives numpy's product."""
+    from pyvgf.fast import threads
+
+    monkeypatch.setattr(threads, "workers", lambda: 16)
+    monkeypatch.setattr(threads, "spread", lambda: True)
+    rng = np.random.default_rng(rows)
+    a, b = _integers(rng, (rows, 64), np.float32), _integers(rng, (64, columns), np.float32)
+    b.flags.writeable = False
+    out = np.empty((rows, columns), np.float32)
+    split = kernels._split(a, b, out, False)
+    assert (split and split.blocks, split is not None and split.bt is not None) == (parts, by_columns)
+    if split is not None:
+        kernels.gemm_call(a, b, out)(a, out)
+        np.testing.assert_array_equal(out, a @ b)

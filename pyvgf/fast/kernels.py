@@ -129,30 +129,41 @@ class _Split(NamedTuple):
 def _split(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool) -> _Split | None:
     """How split_gemm cuts out = a @ b, or None where it does not (see split_gemm).
 
-    By rows: one block per thread or, when each is then finished, blocks small enough to be
-    finished in cache (on one thread too: the loop then runs on the calling thread). By
-    columns, one block per thread, when out has at most half as many rows as columns and b is
-    laid out by columns or cannot change (its transpose is then made once): each thread's BLAS
-    call packs its share of b rather than all of it, which for MobileNetV2's 7x7 maps
-    (49 x 960 @ 960 x 160) took 0.094 ms against 0.121 by rows, and lets a product of one row
-    (a classifier) split at all."""
+    By rows: one block per thread (each of GEMM_BLOCK_ROWS rows at least, so that on many
+    cores a small product takes fewer threads rather than none) or, when each is then finished,
+    blocks small enough to be finished in cache (on one thread too: the loop then runs on the
+    calling thread). By columns, one block per thread (as many), when out has at most half as
+    many rows as columns and b is laid out by columns or cannot change (its transpose is then
+    made once): each thread's BLAS call packs its share of b rather than all of it, which for
+    MobileNetV2's 7x7 maps (49 x 960 @ 960 x 160) took 0.094 ms against 0.121 by rows, and lets
+    a product of one row (a classifier) split at all."""
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
     if (b.dtype not in (F32, F64) or not a.flags.c_contiguous or not out.flags.c_contiguous
             or not (b.flags.c_contiguous or b.flags.f_contiguous) or not rows):
         return None
-    if _by_columns(rows, cols, workers):
+    parts = _column_parts(rows, cols, workers)
+    if parts:
         if b.flags.f_contiguous:
-            return _Split(workers, b.T)
+            return _Split(parts, b.T)
         if immutable(b):
-            return _Split(workers, prepared(b, "transposed", lambda: np.ascontiguousarray(b.T)))
+            return _Split(parts, prepared(b, "transposed", lambda: np.ascontiguousarray(b.T)))
     blocks = _row_blocks(rows, cols * b.itemsize, finishing, workers)
     return None if blocks is None else _Split(blocks)
 
 
-def _by_columns(rows: int, cols: int, workers: int) -> bool:
-    """Whether a GEMM's result of `rows` x `cols` splits by columns, one block a thread."""
-    return workers > 1 and 2 * rows <= cols and cols >= workers * GEMM_BLOCK_ROWS
+def _parts(extent: int, workers: int) -> int:
+    """How many of the `workers` threads share `extent` rows (or columns): each at least
+    GEMM_BLOCK_ROWS of them, so a small product on a many-core machine splits over fewer
+    threads rather than none."""
+    return min(workers, extent // GEMM_BLOCK_ROWS)
+
+
+def _column_parts(rows: int, cols: int, workers: int) -> int:
+    """Over how many threads a GEMM's result of `rows` x `cols` splits by columns, one block
+    a thread; 0 where it splits by rows."""
+    parts = _parts(cols, workers)
+    return parts if parts > 1 and 2 * rows <= cols else 0
 
 
 def _row_blocks(rows: int, row_bytes: int, finishing: bool, workers: int) -> int | None:
@@ -160,10 +171,11 @@ def _row_blocks(rows: int, row_bytes: int, finishing: bool, workers: int) -> int
     cached = -(-rows * row_bytes // GEMM_BLOCK_BYTES)  # blocks finished in cache
     if workers == 1:
         return max(1, min(rows // GEMM_BLOCK_ROWS, cached)) if finishing else None
-    if rows < workers * GEMM_BLOCK_ROWS:
+    parts = _parts(rows, workers)
+    if parts < 2:
         return None
-    blocks = -(-cached // workers) if finishing else 1
-    return min(rows // GEMM_BLOCK_ROWS, blocks * workers)
+    blocks = -(-cached // parts) if finishing else 1
+    return min(rows // GEMM_BLOCK_ROWS, blocks * parts)
 
 
 GemmCall = Callable[..., None]
@@ -270,8 +282,9 @@ def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
         return None
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
-    if _by_columns(rows, cols, workers):
-        return lambda a, out: gemm_columns_int8(a, weight, out, workers, *rescale)
+    parts = _column_parts(rows, cols, workers)
+    if parts:
+        return lambda a, out: gemm_columns_int8(a, weight, out, parts, *rescale)
     blocks = _row_blocks(rows, cols * 4, True, workers) or 1
     return lambda a, out: gemm_rows_int8(a, weight, out, blocks, *rescale)
 
