@@ -148,16 +148,26 @@ def _reference_rescale(exact: np.ndarray, rescale: kernels.Rescale) -> np.ndarra
         input_zp=np.zeros(1, np.int32), output_zp=np.array([output_zp], np.int8))
 
 
-@pytest.mark.parametrize("rows, k, columns", [(300, 24, 40), (7, 96, 80), (1, 16, 64), (49, 960, 160)])
+@pytest.mark.parametrize("rows, k, columns", [(300, 24, 40), (7, 96, 80), (1, 16, 64), (49, 960, 160),
+                                              (13, 4, 17)])
 @pytest.mark.parametrize("input_zp", [0, -128, 37])
 @pytest.mark.parametrize("double_round", [False, True], ids=["single-round", "double-round"])
+@pytest.mark.parametrize("products", ["mkl", "vnni"])
 def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp,
-                                                              double_round, monkeypatch):
-    """int8_gemm_call (MKL's int8 GEMM, the input's zero point and the 128 it adds folded into
-    the offsets) gives bit for bit the RESCALE of the exact sums, as the float GEMM path's loop
-    makes it, by rows and by columns, the extreme values included, rounding once or twice."""
-    if not blas.INT8:
-        pytest.skip("MKL's int8 GEMM is not bound here (no mkl extra, or not exact on this CPU)")
+                                                              double_round, products, monkeypatch):
+    """int8_gemm_call (MKL's int8 GEMM, or compiled.gemm_rows_vnni, every K taken here; the input's
+    zero point and the 128 it adds folded into the offsets) gives bit for bit the RESCALE of
+    the exact sums, as the float GEMM path's loop makes it, by rows and by columns, the extreme
+    values included, rounding once or twice."""
+    if products == "mkl":
+        if not blas.INT8:
+            pytest.skip("MKL's int8 GEMM is not bound here (no mkl extra, or not exact on this CPU)")
+        monkeypatch.setattr(compiled, "VNNI", False)
+    else:
+        if not compiled.VNNI:
+            pytest.skip("this CPU has no AVX-512 VNNI")
+        monkeypatch.setattr(blas, "INT8", False)
+        monkeypatch.setattr(kernels, "VNNI_MAX_K", 1024)
     rng = np.random.default_rng(rows + k + 1000 + input_zp)
     a = rng.integers(-128, 128, (rows, k)).astype(np.int8)
     a[0, :] = -128
@@ -170,6 +180,7 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
     compiled.rescale_common_rows.serial(exact.astype(np.float64), *rescale[:1], True, *rescale[1:], want)
     np.testing.assert_array_equal(want, _reference_rescale(exact, rescale))
     matrix, folded = kernels.int8_gemm(weight, input_zp, rescale)
+    assert (matrix.dtype == np.int32) is (products == "vnni")  # packed for the VNNI tiles
     for block_rows in (1, kernels.GEMM_BLOCK_ROWS):
         monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows)
         got = np.empty((rows, columns), np.int8)
@@ -199,3 +210,20 @@ def test_a_product_too_small_for_every_thread_splits_over_fewer(monkeypatch, row
     if split is not None:
         kernels.gemm_call(a, b, out)(a, out)
         np.testing.assert_array_equal(out, a @ b)
+
+
+@pytest.mark.parametrize("k, columns, vnni", [(16, 96, True), (32, 192, True), (96, 24, False),
+                                              (64, 384, False), (32, 16, False), (18, 96, False)])
+def test_few_input_channels_take_the_vnni_loop_where_the_cpu_has_it(k, columns, vnni):
+    """A 1x1 int8 convolution's products are made by compiled.gemm_rows_vnni for few input
+    channels (a multiple of 4, at most VNNI_MAX_K) and more than one register of columns."""
+    if not compiled.VNNI:
+        pytest.skip("this CPU has no AVX-512 VNNI")
+    weight = np.ones((k, columns), np.int8)
+    weight.flags.writeable = False
+    rescale = _rescale(np.random.default_rng(k), columns, False)
+    made = kernels.int8_gemm(weight, 0, rescale)
+    if vnni:
+        assert made is not None and made[0].dtype == np.int32  # vnni_packed's words
+    else:
+        assert made is None or made[0].dtype == np.int8  # MKL's, where bound

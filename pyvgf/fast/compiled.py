@@ -11,9 +11,10 @@ the cache yet is compiled by another process and the step runs the reference mea
 multiplied and added one step at a time in kernel-tap order (no fused multiply-add, no
 reassociation), integers are exact in int64; the GEMM blocks (gemm_rows, gemm_columns,
 conv_blocks: a block of patches gathered, then one BLAS call) leave a sum's order to BLAS, as
-a float GEMM does anywhere (integers stay exact: kernels.exact_dtype). ERF, which the specification defines by its
-value alone, is an approximation in float64 with fused multiply-adds, checked against erf for
-every fp32 input.
+a float GEMM does anywhere (integers stay exact: kernels.exact_dtype). One loop names its
+instructions: gemm_rows_vnni, AVX-512 VNNI's int8 products, where the CPU has them. ERF,
+which the specification defines by its value alone, is an approximation in float64 with fused
+multiply-adds, checked against erf for every fp32 input.
 
 The depthwise loop, the GEMM and patch blocks, RESCALE after a convolution, the patterns'
 loops, large pools and ERF split their rows (a GEMM of few rows: its columns) over numba's threads
@@ -27,9 +28,13 @@ import math
 import os
 import types
 from collections.abc import Callable
+from typing import Any
 
+import llvmlite.binding
 import numpy as np
+from llvmlite import ir
 from numba import njit, prange
+from numba.core import cgutils
 from numba.core import types as nbtypes
 from numba.extending import intrinsic
 
@@ -559,6 +564,145 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
                              double_round, out[first + i])
+
+
+VNNI = bool(llvmlite.binding.get_host_cpu_features().get("avx512vnni"))
+"""Whether this CPU has AVX-512 VNNI, for gemm_rows_vnni: its loop is compiled and run only
+where it does (numba's cache is keyed to the CPU, so a cached copy never meets another)."""
+
+VNNI_LANES = 16
+"""int32 lanes of a 512-bit register: vnni_packed's columns come in groups of as many."""
+
+VNNI_ROWS, _VNNI_CHUNKS = 4, 4
+"""A VNNI tile: input rows times groups of VNNI_LANES columns, its sums in as many registers."""
+
+_LANE, _INDEX = ir.IntType(32), ir.IntType(64)
+_VECTOR = ir.VectorType(_LANE, VNNI_LANES)
+_ZEROS = ir.Constant(_VECTOR, [0] * VNNI_LANES)
+_SIGN_BITS = ir.Constant(_LANE, 0x80808080 - (1 << 32))
+
+
+def vnni_packed(weight: np.ndarray) -> np.ndarray:
+    """An int8 weight [K, N] (K a multiple of 4) as gemm_rows_vnni reads it: int32 words
+    [K / 4, N rounded up to VNNI_LANES], word (g, n) holding weight[4g:4g + 4, n], zero past N."""
+    k, n = weight.shape
+    width = -(-n // VNNI_LANES) * VNNI_LANES
+    words = np.zeros((k // 4, width, 4), np.int8)
+    words[:, :n] = weight.reshape(k // 4, 4, n).transpose(0, 2, 1)
+    return words.view(np.int32).reshape(k // 4, width)
+
+
+def _at(builder: ir.IRBuilder, pointer: ir.Value, offset: ir.Value) -> ir.Value:
+    """A pointer to VNNI_LANES int32 from `offset` int32 past `pointer`."""
+    return builder.bitcast(builder.gep(pointer, [offset]), _VECTOR.as_pointer())
+
+
+def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
+    """An intrinsic tile(x, x_first, x_step, w, column, groups, acc): for `rows` input rows
+    (x flat int8, row r from x_first + r * x_step) and `chunks` groups of VNNI_LANES columns
+    from `column` of w [groups, width] (vnni_packed), acc[r * width + column + ...] (flat
+    int32) = the sums over the first 4 * groups input channels of (x + 128) * weight, held in
+    rows x chunks registers while `vpdpbusd` adds four products to each lane per group."""
+
+    @intrinsic
+    def tile(typingctx: object, x: object, x_first: object, x_step: object, w: object,
+             column: object, groups: object, acc: object) -> tuple[object, Callable[..., object]]:
+        def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
+            xs, first, step, ws, col, count, accs = args
+            x_data, w_array, acc_data = (
+                context.make_array(t)(context, builder, v)
+                for t, v in zip(signature.args[::3], (xs, ws, accs)))
+            x_data, acc_data = x_data.data, acc_data.data
+            width = builder.extract_value(w_array.shape, 1)
+            dpbusd = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(_VECTOR, [_VECTOR] * 3),
+                "llvm.x86.avx512.vpdpbusd.512")
+            sums = [[cgutils.alloca_once_value(builder, _ZEROS) for _ in range(chunks)]
+                    for _ in range(rows)]
+            starts = [builder.gep(x_data, [builder.add(first, builder.mul(_INDEX(r), step))])
+                      for r in range(rows)]
+            with cgutils.for_range(builder, count) as loop:
+                g = loop.index
+                row = builder.add(builder.mul(g, width), col)
+                words = [builder.load(_at(builder, w_array.data, builder.add(row, _INDEX(VNNI_LANES * c))),
+                                      align=4) for c in range(chunks)]
+                for r in range(rows):
+                    four = builder.bitcast(builder.gep(starts[r], [builder.mul(g, _INDEX(4))]),
+                                           _LANE.as_pointer())
+                    # The sign bits flipped before the broadcast: flipped after it, LLVM 22's
+                    # instruction selection never ended.
+                    flipped = builder.xor(builder.load(four, align=1), _SIGN_BITS)
+                    inputs = builder.shuffle_vector(
+                        builder.insert_element(_ZEROS, flipped, _LANE(0)), _ZEROS, _ZEROS)
+                    for c in range(chunks):
+                        builder.store(builder.call(dpbusd, [builder.load(sums[r][c]), inputs, words[c]]),
+                                      sums[r][c])
+            for r in range(rows):
+                out = builder.add(builder.mul(_INDEX(r), width), col)
+                for c in range(chunks):
+                    builder.store(builder.load(sums[r][c]),
+                                  _at(builder, acc_data, builder.add(out, _INDEX(VNNI_LANES * c))), align=4)
+            return context.get_dummy_value()
+
+        return nbtypes.void(x, x_first, x_step, w, column, groups, acc), codegen
+
+    return tile
+
+
+_ROWS_1, _ROWS_2, _ROWS_3, _ROWS_4 = (_vnni_tile(VNNI_ROWS, c) for c in range(1, _VNNI_CHUNKS + 1))
+_ROW_1, _ROW_2, _ROW_3, _ROW_4 = (_vnni_tile(1, c) for c in range(1, _VNNI_CHUNKS + 1))
+
+
+@_inlined
+def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np.ndarray) -> None:
+    """acc[r] = (x[first + r] + 128) @ the weight w was packed from, for r < count <= VNNI_ROWS
+    (x int8 [M, K] C-contiguous, w as vnni_packed made it, acc int32 [VNNI_ROWS, w's width]):
+    VNNI_ROWS rows a tile where count is as many, else a row a tile."""
+    flat, k, width, sums = x.reshape(-1), x.shape[1], w.shape[1], acc.reshape(-1)
+    groups = k // 4
+    for column in range(0, width, VNNI_LANES * _VNNI_CHUNKS):
+        chunks = min(_VNNI_CHUNKS, (width - column) // VNNI_LANES)
+        if count == VNNI_ROWS:
+            if chunks == 4:
+                _ROWS_4(flat, first * k, k, w, column, groups, sums)
+            elif chunks == 3:
+                _ROWS_3(flat, first * k, k, w, column, groups, sums)
+            elif chunks == 2:
+                _ROWS_2(flat, first * k, k, w, column, groups, sums)
+            else:
+                _ROWS_1(flat, first * k, k, w, column, groups, sums)
+            continue
+        for r in range(count):
+            row = sums[r * width:]
+            if chunks == 4:
+                _ROW_4(flat, (first + r) * k, k, w, column, groups, row)
+            elif chunks == 3:
+                _ROW_3(flat, (first + r) * k, k, w, column, groups, row)
+            elif chunks == 2:
+                _ROW_2(flat, (first + r) * k, k, w, column, groups, row)
+            else:
+                _ROW_1(flat, (first + r) * k, k, w, column, groups, row)
+
+
+@_RowLoop
+def gemm_rows_vnni(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
+                   offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                   output_zp: int, low: int, high: int, double_round: bool) -> None:
+    """gemm_rows_int8 with its products made on AVX-512 VNNI (w as vnni_packed made it; only
+    where VNNI says the CPU has it), VNNI_ROWS rows at a time into a block that stays in L1,
+    each row then rescaled. MKL's int8 GEMM writes every int32 sum to memory for the RESCALE
+    to read back, which for few input channels bounds it more than the products do."""
+    rows, cols = out.shape
+    step = -(-rows // blocks)
+    for k in prange(blocks):
+        acc = np.empty((VNNI_ROWS, w.shape[1]), np.int32)
+        stop = min(rows, k * step + step)
+        for first in range(k * step, stop, VNNI_ROWS):
+            count = min(VNNI_ROWS, stop - first)
+            _int8_products(x, first, count, w, acc)
+            for i in range(count):
+                _rescale_row(acc[i, :cols], offset, True, multiplier, shift, output_zp, low,
+                             high, double_round, out[first + i])
 
 
 @_threaded

@@ -260,7 +260,7 @@ class _Conv:
         split."""
         self.int8 = None
         """kernels.int8_gemm's weight and rescale, where a 1x1 int8 convolution that a RESCALE
-        finishes runs on MKL's int8 GEMM."""
+        finishes runs on AVX-512 VNNI or MKL's int8 GEMM."""
         if self.pointwise and self.unpadded and self.how.rescale is not None and wzp == 0 \
                 and in_dtype == I8:
             self.int8 = int8_gemm(_conv_matrix(weight), self.izp, self.how.rescale)
