@@ -102,3 +102,18 @@ def test_without_the_fast_extra_cpu_runs_the_reference(monkeypatch):
     assert pyvgf.load(_one_clamp(), backend="cpu").device.adapter.executor == "reference"
     assert "executor: reference (plain numpy; numba not installed: pip install 'pyvgf[fast]'" \
         in cpu.report()
+
+
+@pytest.mark.parametrize("vnni, mkl, says", [
+    (True, True, "AVX-512 VNNI (few input channels), else MKL's int8 GEMM"),
+    (True, False, "AVX-512 VNNI (few input channels)\n"),
+    (False, True, "MKL's int8 GEMM\n"),
+    (False, False, "the float GEMM\n"),
+])
+def test_doctor_says_what_makes_int8_convolutions_products(monkeypatch, vnni, mkl, says):
+    from pyvgf.fast import blas, compiled
+    from pyvgf.hal.cpu import report
+
+    monkeypatch.setattr(compiled, "VNNI", vnni)
+    monkeypatch.setattr(blas, "INT8", mkl)
+    assert f"  int8 1x1 convolutions: {says}" in report() + "\n"

@@ -78,10 +78,14 @@ def report() -> str:
                    None: "none: the loops run on one thread"}[layer()]
         lines.append(f"  threads: {threads or 'one a core'} (pyvgf.set_num_threads, "
                      f"load(..., threads=N)), on {running}")
-        from ..fast.blas import LIBRARY
+        from ..fast.blas import INT8, LIBRARY
+        from ..fast.compiled import VNNI
 
         lines.append("  GEMMs: " + ("Intel MKL (the mkl extra)" if LIBRARY == "mkl" else
                                     "SciPy's OpenBLAS (pip install 'pyvgf[mkl]' for MKL, faster on x86-64)"))
+        int8 = [name for name, used in (("AVX-512 VNNI (few input channels)", VNNI),
+                                        ("MKL's int8 GEMM", INT8)) if used]
+        lines.append("  int8 1x1 convolutions: " + (", else ".join(int8) or "the float GEMM"))
     else:
         lines.append(f"  executor: reference (plain numpy; {', '.join(fast.missing())} not "
                      f"installed: pip install 'pyvgf[fast]' for the fast executor)")
