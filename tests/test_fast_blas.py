@@ -227,3 +227,16 @@ def test_few_input_channels_take_the_vnni_loop_where_the_cpu_has_it(k, columns, 
         assert made is not None and made[0].dtype == np.int32  # vnni_packed's words
     else:
         assert made is None or made[0].dtype == np.int8  # MKL's, where bound
+
+
+@pytest.mark.parametrize("name, features, vnni", [
+    (None, "+avx2,+fma", False),
+    (None, "+avx512f,+avx512vnni", True),
+    ("generic", None, False),  # a CPU named alone (a portable cache): taken to lack it
+])
+def test_vnni_only_where_numba_compiles_for_it(monkeypatch, name, features, vnni):
+    """The VNNI loop runs only where the code numba makes may use the instruction: with the
+    user's NUMBA_CPU_NAME or NUMBA_CPU_FEATURES, as those say, not as the host is."""
+    monkeypatch.setattr(compiled.numba_config, "CPU_NAME", name)
+    monkeypatch.setattr(compiled.numba_config, "CPU_FEATURES", features)
+    assert compiled._vnni() is vnni

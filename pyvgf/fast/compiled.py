@@ -35,6 +35,7 @@ import numpy as np
 from llvmlite import ir
 from numba import njit, prange
 from numba.core import cgutils
+from numba.core import config as numba_config
 from numba.core import types as nbtypes
 from numba.extending import intrinsic
 
@@ -566,9 +567,19 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                              double_round, out[first + i])
 
 
-VNNI = bool(llvmlite.binding.get_host_cpu_features().get("avx512vnni"))
-"""Whether this CPU has AVX-512 VNNI, for gemm_rows_vnni: its loop is compiled and run only
-where it does (numba's cache is keyed to the CPU, so a cached copy never meets another)."""
+def _vnni() -> bool:
+    """Whether the code numba makes here may use AVX-512 VNNI: the features it compiles for
+    (NUMBA_CPU_FEATURES where the user set them, else this CPU's) include it. A CPU named by
+    NUMBA_CPU_NAME alone (a portable cache) is taken to lack it."""
+    if numba_config.CPU_FEATURES is not None:
+        return "+avx512vnni" in numba_config.CPU_FEATURES.split(",")
+    return numba_config.CPU_NAME is None and bool(
+        llvmlite.binding.get_host_cpu_features().get("avx512vnni"))
+
+
+VNNI = _vnni()
+"""Whether gemm_rows_vnni may run here: its loop is compiled and run only where it may (and
+numba's cache is keyed to the CPU, so a cached copy never meets another)."""
 
 VNNI_LANES = 16
 """int32 lanes of a 512-bit register: vnni_packed's columns come in groups of as many."""
