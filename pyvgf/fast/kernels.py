@@ -300,14 +300,13 @@ def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
         return None
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
-    if weight.dtype == I32:
-        blocks = _row_blocks(rows, cols * 4, True, workers) or 1
-        return lambda a, out: gemm_rows_vnni(a, weight, out, blocks, *rescale)
-    parts = _column_parts(rows, cols, workers)
+    vnni = weight.dtype == I32
+    parts = 0 if vnni else _column_parts(rows, cols, workers)
     if parts:
         return lambda a, out: gemm_columns_int8(a, weight, out, parts, *rescale)
     blocks = _row_blocks(rows, cols * 4, True, workers) or 1
-    return lambda a, out: gemm_rows_int8(a, weight, out, blocks, *rescale)
+    loop = gemm_rows_vnni if vnni else gemm_rows_int8
+    return lambda a, out: loop(a, weight, out, blocks, *rescale)
 
 
 def _batch_splits(a: np.ndarray, b: np.ndarray, out: np.ndarray) -> bool:
