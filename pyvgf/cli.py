@@ -10,6 +10,7 @@
     pyvgf bench [--models ...] [--backends ...] [--json FILE]   (source checkout: tools/bench)
     pyvgf bench distributed [--rows ...] [--workers 1 2] [--campaign N]   (Ray: tools/bench/distributed.py)
     pyvgf bench coldstart [--models ...] [--rounds N] [--ab]   (empty numba cache: tools/bench/coldstart.py)
+    pyvgf bench threads --models-dir DIR [--threads 16 8 4] [--pyvgf DIR ...]   (tools/bench/threads.py)
     pyvgf scenario S.json --output DIR [--backend cpu] [--repeat N] [--dry-run] [--profiling-dump-path F]
     pyvgf inspect MODEL.vgf --scenario-template DIR
 
@@ -337,6 +338,14 @@ def _add_doctor(sub: argparse._SubParsersAction) -> None:
 BENCH_SUITE = Path(__file__).resolve().parents[1] / "tools" / "bench" / "suite.py"
 
 
+_BENCH_TOOLS = {
+    "distributed": "distributed.py",  # pyvgf.distributed on Ray against a plain loop
+    "coldstart": "coldstart.py",  # a machine's first run, numba's cache empty
+    "threads": "threads.py",  # pyvgf cpu by thread count, checkouts alternating
+}
+"""`pyvgf bench NAME ...`: the tool of tools/bench that runs it, else the suite."""
+
+
 def _bench(args: argparse.Namespace) -> int:
     """Run the benchmark suite of a source checkout: it needs the test-only tools (Arm's
     converters and runners, torch), so it lives in tools/bench/ and is not installed. It runs in
@@ -348,10 +357,9 @@ def _bench(args: argparse.Namespace) -> int:
             "pyvgf bench: the benchmark suite is part of a source checkout, not of an installed pyvgf "
             "(it needs Arm's tools and torch): clone the repository and run `pyvgf bench` there"
         )
-    if args.extra[:1] == ["distributed"]:  # pyvgf.distributed on Ray against a plain loop
-        return subprocess.call([sys.executable, str(BENCH_SUITE.with_name("distributed.py")), *args.extra[1:]])
-    if args.extra[:1] == ["coldstart"]:  # a machine's first run, numba's cache empty
-        return subprocess.call([sys.executable, str(BENCH_SUITE.with_name("coldstart.py")), *args.extra[1:]])
+    tool = _BENCH_TOOLS.get(args.extra[0]) if args.extra else None
+    if tool is not None:
+        return subprocess.call([sys.executable, str(BENCH_SUITE.with_name(tool)), *args.extra[1:]])
     return subprocess.call([sys.executable, str(BENCH_SUITE), *args.extra])
 
 
