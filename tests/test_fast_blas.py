@@ -155,7 +155,7 @@ def _reference_rescale(exact: np.ndarray, rescale: kernels.Rescale) -> np.ndarra
 @pytest.mark.parametrize("products", ["mkl", "vnni"])
 def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp,
                                                               double_round, products, monkeypatch):
-    """int8_gemm_call (MKL's int8 GEMM, or compiled.gemm_rows_vnni, every K taken here; the input's
+    """int8_gemm_call (MKL's int8 GEMM, or compiled.gemm_rows_vnni; the input's
     zero point and the 128 it adds folded into the offsets) gives bit for bit the RESCALE of
     the exact sums, as the float GEMM path's loop makes it, by rows and by columns, the extreme
     values included, rounding once or twice."""
@@ -167,7 +167,6 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
         if not compiled.VNNI:
             pytest.skip("this CPU has no AVX-512 VNNI")
         monkeypatch.setattr(blas, "INT8", False)
-        monkeypatch.setattr(kernels, "VNNI_MAX_K", 1024)
     rng = np.random.default_rng(rows + k + 1000 + input_zp)
     a = rng.integers(-128, 128, (rows, k)).astype(np.int8)
     a[0, :] = -128
@@ -212,11 +211,11 @@ def test_a_product_too_small_for_every_thread_splits_over_fewer(monkeypatch, row
         np.testing.assert_array_equal(out, a @ b)
 
 
-@pytest.mark.parametrize("k, columns, vnni", [(16, 96, True), (32, 192, True), (96, 24, False),
-                                              (64, 384, False), (32, 16, False), (18, 96, False)])
-def test_few_input_channels_take_the_vnni_loop_where_the_cpu_has_it(k, columns, vnni):
-    """A 1x1 int8 convolution's products are made by compiled.gemm_rows_vnni for few input
-    channels (a multiple of 4, at most VNNI_MAX_K) and more than one register of columns."""
+@pytest.mark.parametrize("k, columns, vnni", [(16, 96, True), (960, 160, True), (32, 16, True),
+                                              (18, 96, False)])
+def test_int8_convolutions_take_the_vnni_loop_where_the_cpu_has_it(k, columns, vnni):
+    """A 1x1 int8 convolution's products are made by compiled.gemm_rows_vnni where its input
+    channels come in fours (its input rows are read four bytes at a time)."""
     if not compiled.VNNI:
         pytest.skip("this CPU has no AVX-512 VNNI")
     weight = np.ones((k, columns), np.int8)

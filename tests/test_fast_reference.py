@@ -105,8 +105,8 @@ def test_without_the_fast_extra_cpu_runs_the_reference(monkeypatch):
 
 
 @pytest.mark.parametrize("vnni, mkl, says", [
-    (True, True, "AVX-512 VNNI (few input channels), else MKL's int8 GEMM"),
-    (True, False, "AVX-512 VNNI (few input channels)\n"),
+    (True, True, "AVX-512 VNNI (input channels in fours), else MKL's int8 GEMM"),
+    (True, False, "AVX-512 VNNI (input channels in fours)\n"),
     (False, True, "MKL's int8 GEMM\n"),
     (False, False, "the float GEMM\n"),
 ])

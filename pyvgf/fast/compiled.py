@@ -702,7 +702,8 @@ def gemm_rows_vnni(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
     """gemm_rows_int8 with its products made on AVX-512 VNNI (w as vnni_packed made it; only
     where VNNI says the CPU has it), VNNI_ROWS rows at a time into a block that stays in L1,
     each row then rescaled. MKL's int8 GEMM writes every int32 sum to memory for the RESCALE
-    to read back, which for few input channels bounds it more than the products do."""
+    to read back, which for few input channels bounds it more than the products do; in
+    MobileNetV2 this loop was the faster for every layer (kernels.int8_gemm)."""
     rows, cols = out.shape
     step = -(-rows // blocks)
     for k in prange(blocks):

@@ -259,25 +259,21 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
     return True
 
 
-VNNI_MAX_K = 32
-"""The most input channels of a 1x1 int8 convolution whose products compiled.gemm_rows_vnni
-makes where the CPU has VNNI (for more than VNNI_LANES columns). MobileNetV2's layers on two
-threads, with the RESCALE after them, against MKL: 12544 x 16 x 96 0.31 / 0.51 ms, 3136 x 24 x
-144 0.115 / 0.133, 784 x 32 x 192 0.044 / 0.053; but 196 x 64 x 384 0.033 / 0.030, and
-12544 x 32 x 16 (one register of columns a row: too few sums in flight) 0.20 / 0.16."""
-
-
 def int8_gemm(weight: np.ndarray, input_zp: int, rescale: Rescale) -> tuple[np.ndarray, Rescale] | None:
     """For int8_gemm_call: a constant int8 weight matrix [K, N] as it takes it (vnni_packed
-    where VNNI makes its products, else C-contiguous for MKL's int8 GEMM) and `rescale` with
-    its offsets less (128 + input_zp) times each column's sum, which its inputs' 128 adds to
-    each product; None where neither applies (VNNI: K a multiple of 4 up to VNNI_MAX_K and
-    more than VNNI_LANES columns, on a CPU with it; MKL: blas.INT8) or a sum could pass int32
-    (K * 255 * 128 >= 2**31)."""
+    where VNNI makes its products: K a multiple of 4 on a CPU with it; else C-contiguous for
+    MKL's int8 GEMM) and `rescale` with its offsets less (128 + input_zp) times each column's
+    sum, which its inputs' 128 adds to each product; None where neither applies (for MKL:
+    blas.INT8) or a sum could pass int32 (K * 255 * 128 >= 2**31).
+
+    MobileNetV2 ran faster with every 1x1 layer on VNNI's loop than with those of 64 input
+    channels or more on MKL's int8 GEMM (the suite's int8 model 5.58 -> 5.36 ms, Arm's 6.92 ->
+    6.46, in one process, alternating), though MKL's was the faster on such layers alone, their
+    data hot in cache."""
     k = weight.shape[0]
     if weight.dtype != I8 or k * 255 * 128 >= 1 << 31:
         return None
-    if compiled.VNNI and k % 4 == 0 and k <= VNNI_MAX_K and weight.shape[1] > compiled.VNNI_LANES:
+    if compiled.VNNI and k % 4 == 0:
         matrix = prepared(weight, "int8 packed", lambda: compiled.vnni_packed(weight))
     elif blas.INT8:
         matrix = prepared(weight, "int8 matrix", lambda: np.ascontiguousarray(weight))

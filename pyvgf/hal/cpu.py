@@ -83,7 +83,7 @@ def report() -> str:
 
         lines.append("  GEMMs: " + ("Intel MKL (the mkl extra)" if LIBRARY == "mkl" else
                                     "SciPy's OpenBLAS (pip install 'pyvgf[mkl]' for MKL, faster on x86-64)"))
-        int8 = [name for name, used in (("AVX-512 VNNI (few input channels)", VNNI),
+        int8 = [name for name, used in (("AVX-512 VNNI (input channels in fours)", VNNI),
                                         ("MKL's int8 GEMM", INT8)) if used]
         lines.append("  int8 1x1 convolutions: " + (", else ".join(int8) or "the float GEMM"))
     else:
