@@ -32,7 +32,6 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -94,14 +93,10 @@ def _model(name: str, work: Path, folder: Path | None = None) -> tuple[Path, lis
 def process(vgf: Path, inputs: list[Path], cache: Path, runs: int, root: Path = ROOT) -> dict:
     """One fresh process on `cache` as numba's cache folder, importing the pyvgf of the
     checkout `root` (see the module doc)."""
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(cache),
-           "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(vgf), str(runs), *map(str, inputs)],
-                          check=False, capture_output=True, text=True, cwd=root, env=env,
-                          timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the cold-start process failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    from suite import child_json
+
+    return child_json(_CHILD, [vgf, runs, *inputs], "the cold-start process", root,
+                      NUMBA_CACHE_DIR=str(cache))
 
 
 def _line(kind: str, p: dict) -> str:

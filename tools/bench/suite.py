@@ -261,6 +261,19 @@ def _bytecode() -> None:
         print("  (could not compile pyvgf's bytecode: cold processes compile it)", flush=True)
 
 
+def child_json(script: str, args: list[object], what: str, root: Path = ROOT, **env: str) -> dict:
+    """What a fresh `python -c script *args` prints as JSON on its last line, run in the
+    checkout `root` with its pyvgf first on the path and `env` added to this process's
+    environment; RuntimeError naming `what`, with the child's stderr, where it fails."""
+    path = os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", script, *map(str, args)], capture_output=True,
+                          text=True, cwd=root, env={**os.environ, "PYTHONPATH": path, **env},
+                          timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{what} failed:\n{proc.stderr}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def pyvgf_cold(model: BenchModel, backend: str, work: Path) -> dict:
     """A fresh process: import, pyvgf.load, first run (time) and resident memory growth."""
     import numpy as np
@@ -270,11 +283,7 @@ def pyvgf_cold(model: BenchModel, backend: str, work: Path) -> dict:
     for i, x in enumerate(model.inputs):
         paths.append(str(work / f"{model.name}_in{i}.npy"))
         np.save(paths[-1], x)
-    proc = subprocess.run([sys.executable, "-c", _COLD, str(model.vgf), backend, *paths],
-                          capture_output=True, text=True, cwd=ROOT, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"cold pyvgf run failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return child_json(_COLD, [model.vgf, backend, *paths], "cold pyvgf run")
 
 
 class ColdProcesses:

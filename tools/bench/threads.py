@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
-import subprocess
 import sys
 from pathlib import Path
 
@@ -53,12 +51,9 @@ print(json.dumps(found))
 
 def sweep(root: Path, folder: Path, models: list[str], counts: list[int], runs: int) -> dict:
     """One process of checkout `root`: {"model count": [seconds of each run]}."""
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")]))}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, str(HERE), str(folder), str(runs), json.dumps(counts),
-                           *models], check=False, capture_output=True, text=True, cwd=root, env=env, timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the sweep of {root} failed:\n{proc.stderr}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    from suite import child_json
+
+    return child_json(_CHILD, [HERE, folder, runs, json.dumps(counts), *models], f"the sweep of {root}", root)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -72,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="checkouts whose pyvgf to time, in turn (default: this one)")
     p.add_argument("--json", type=Path, metavar="FILE")
     args = p.parse_args(argv)
+    sys.path[:0] = [str(HERE)]
     samples: dict[str, dict[str, list[float]]] = {str(r): {} for r in args.pyvgf}
     for _ in range(args.rounds):
         for root in args.pyvgf:
