@@ -620,10 +620,10 @@ def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
              column: object, groups: object, acc: object) -> tuple[object, Callable[..., object]]:
         def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
             xs, first, step, ws, col, count, accs = args
-            x_data, w_array, acc_data = (
+            x_array, w_array, acc_array = (
                 context.make_array(t)(context, builder, v)
                 for t, v in zip(signature.args[::3], (xs, ws, accs)))
-            x_data, acc_data = x_data.data, acc_data.data
+            x_data, acc_data = x_array.data, acc_array.data
             width = builder.extract_value(w_array.shape, 1)
             dpbusd = cgutils.get_or_insert_function(
                 builder.module, ir.FunctionType(_VECTOR, [_VECTOR] * 3),
