@@ -187,18 +187,23 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
         np.testing.assert_array_equal(got, want)
 
 
-@pytest.mark.parametrize("rows, columns, parts, by_columns", [
-    (196, 384, 12, False),  # 196 rows: 12 threads of 16 rows, not one thread
-    (49, 160, 10, True),    # a 7x7 map's few rows: its columns over 10 threads
-    (20, 24, None, False),  # too small to split at all
+@pytest.mark.parametrize("workers, rows, columns, parts, by_columns", [
+    (16, 196, 384, 12, False),  # 196 rows: 12 threads of 16 rows, not one thread
+    (16, 196, 576, 16, True),   # by columns: 16 threads rather than 12
+    (16, 49, 160, 10, True),    # a 7x7 map's few rows: its columns over 10 threads
+    (16, 20, 24, None, False),  # too small to split at all
+    (2, 196, 576, 2, False),    # rows give both threads their share: by rows
+    (2, 49, 160, 2, False),
+    (2, 1, 1000, 2, True),      # a classifier's one row: by columns
 ])
-def test_a_product_too_small_for_every_thread_splits_over_fewer(monkeypatch, rows, columns, parts,
-                                                                  by_columns):
-    """On a many-core machine (16 workers here), a GEMM with fewer than 16 rows (or columns) a
-    thread splits over as many threads as have 16 each, and still gives numpy's product."""
+def test_a_product_splits_over_the_threads_that_get_16_rows_or_columns(monkeypatch, workers, rows,
+                                                                         columns, parts, by_columns):
+    """A GEMM splits by rows over the threads that get 16 rows each (on a many-core machine, a
+    small one over fewer threads rather than none), by columns only where that takes more
+    threads, and still gives numpy's product."""
     from pyvgf.fast import threads
 
-    monkeypatch.setattr(threads, "workers", lambda: 16)
+    monkeypatch.setattr(threads, "workers", lambda: workers)
     monkeypatch.setattr(threads, "spread", lambda: True)
     rng = np.random.default_rng(rows)
     a, b = _integers(rng, (rows, 64), np.float32), _integers(rng, (64, columns), np.float32)

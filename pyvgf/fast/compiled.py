@@ -480,13 +480,14 @@ def gemm_columns(a: np.ndarray, bt: np.ndarray, out: np.ndarray, blocks: int, fi
     for k in prange(blocks):
         first, stop = k * step, min(cols, k * step + step)
         if first < stop:
-            part = out[:, first:stop]
-            _gemm(a, bt[first:stop].T, part)
+            _gemm(a, bt[first:stop].T, out[:, first:stop])
             if finish:
+                # out[i, first:stop] is typed contiguous, a row of out[:, first:stop] not: its
+                # loop was not vectorized, and 96 -> 576 channels at 14x14 took 1.7x as long.
                 for i in range(rows):
-                    _bias_clamp_row(part[i], bias[first:stop], low, high, nan_to_low)
+                    _bias_clamp_row(out[i, first:stop], bias[first:stop], low, high, nan_to_low)
                     if residual.shape[0]:
-                        _add_row(part[i], residual[i, first:stop])
+                        _add_row(out[i, first:stop], residual[i, first:stop])
 
 
 @_threaded
