@@ -42,12 +42,12 @@ def looped(monkeypatch) -> list[str]:
     """The names of the compiled loops the fast forms ran, for the tests to check that they ran
     (rather than the reference)."""
     ran: list[str] = []
-    real = pool._pooled
+    real = pool._Pool.__call__
 
-    def spy(loop, *args):
-        ran.append(loop.__name__)
-        return real(loop, *args)
-    monkeypatch.setattr(pool, "_pooled", spy)
+    def spy(self, x):
+        ran.append(self.name)
+        return real(self, x)
+    monkeypatch.setattr(pool._Pool, "__call__", spy)
     return ran
 
 
@@ -134,6 +134,19 @@ def test_max_pool_is_bit_exact(geometry, dtype, nan_mode, spread, looped):
     case = GraphCase(Graph(), description="max pool")
     _same(case, _pool(case, "MAX_POOL2D", dtype, *geometry, nan_mode=nan_mode), looped,
           special=True)
+
+
+def test_zero_points_made_at_run_time_pool_as_constants_do(looped):
+    """The plan-time form takes constant zero points; zero points that are graph inputs run
+    the op as it is, through the same loop."""
+    case = GraphCase(Graph(), description="avg pool, zero points as inputs")
+    (n, h, w, c), kernel, stride, pad = GEOMETRIES[2]
+    y = case.graph.op("AVG_POOL2D", input=case.input(I8, (n, h, w, c)), kernel=kernel,
+                      stride=stride, pad=pad, acc_type=ACC[I8], input_zp=case.input(I8, (1,)),
+                      output_zp=case.input(I8, (1,)),
+                      result=(I8, (n, (h + pad[0] + pad[1] - kernel[0]) // stride[0] + 1,
+                                   (w + pad[2] + pad[3] - kernel[1]) // stride[1] + 1, c)))
+    _same(case, y, looped)
 
 
 @pytest.mark.parametrize("op", ["AVG_POOL2D", "MAX_POOL2D"])
