@@ -301,6 +301,58 @@ def _windows_3x3(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: i
 
 
 @_inlined
+def _spans_3x3(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int, left: int,
+               dilation_y: int, out: np.ndarray) -> None:
+    """_windows_3x3 for stride 1 and no dilation along the row: the windows of consecutive
+    outputs are one input pixel apart, so each tap of a run of `span` outputs reads one
+    contiguous span of span * C inputs, and one vectorized loop sums the run's channels at
+    once (w holds each tap's C weights `span` times over: conv._Depthwise tiles them). The
+    same sums in the same order; a pixel of few channels (MobileNetV2's first, 32) no longer
+    pays a loop's setup for two vectors. x and out are C-contiguous."""
+    height, width, channels = x.shape[1], x.shape[2], x.shape[3]
+    span = w.shape[2] // channels
+    xf, of = x.reshape(-1), out.reshape(-1)
+    row = width * channels * dilation_y
+    for i in range(0, out.shape[0], span):
+        count = min(span, out.shape[0] - i) * channels
+        first = ((b * height + top) * width + left + i) * channels
+        _span_3x3(xf, first, row, channels, zero_point, w, count,
+                  of[i * channels:i * channels + count])
+
+
+@_inlined
+def _span_3x3(xf: np.ndarray, first: int, row: int, pixel: int, zero_point: float,
+              w: np.ndarray, count: int, out: np.ndarray) -> None:
+    """out[j] for j < count: the sum, from zero and in (ky, kx) order, of (xf[first + ky * row
+    + kx * pixel + j] - zero_point) * w[ky, kx, j] over the nine taps."""
+    zero = w.dtype.type(0)
+    top, middle, bottom = first, first + row, first + 2 * row
+    r0 = xf[top:top + count]
+    r1 = xf[top + pixel:top + pixel + count]
+    r2 = xf[top + 2 * pixel:top + 2 * pixel + count]
+    r3 = xf[middle:middle + count]
+    r4 = xf[middle + pixel:middle + pixel + count]
+    r5 = xf[middle + 2 * pixel:middle + 2 * pixel + count]
+    r6 = xf[bottom:bottom + count]
+    r7 = xf[bottom + pixel:bottom + pixel + count]
+    r8 = xf[bottom + 2 * pixel:bottom + 2 * pixel + count]
+    w0, w1, w2, w3, w4, w5, w6, w7, w8 = (w[0, 0], w[0, 1], w[0, 2], w[1, 0], w[1, 1],
+                                          w[1, 2], w[2, 0], w[2, 1], w[2, 2])
+    for j in range(count):
+        s = zero
+        s += (r0[j] - zero_point) * w0[j]
+        s += (r1[j] - zero_point) * w1[j]
+        s += (r2[j] - zero_point) * w2[j]
+        s += (r3[j] - zero_point) * w3[j]
+        s += (r4[j] - zero_point) * w4[j]
+        s += (r5[j] - zero_point) * w5[j]
+        s += (r6[j] - zero_point) * w6[j]
+        s += (r7[j] - zero_point) * w7[j]
+        s += (r8[j] - zero_point) * w8[j]
+        out[j] = s
+
+
+@_inlined
 def _window_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int,
                 pad_left: int, stride_x: int, dilation_y: int, dilation_x: int,
                 out: np.ndarray) -> None:
@@ -314,8 +366,11 @@ def _window_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: in
         first = min(width, (pad_left + stride_x - 1) // stride_x)
         last = max(first, min(width, (x.shape[2] - 1 - 2 * dilation_x + pad_left) // stride_x
                               + 1))
-        _windows_3x3(x, zero_point, w, b, top, first * stride_x - pad_left, stride_x,
-                     dilation_y, dilation_x, out[first:last])
+        if stride_x == 1 and dilation_x == 1:
+            _spans_3x3(x, zero_point, w, b, top, first - pad_left, dilation_y, out[first:last])
+        else:
+            _windows_3x3(x, zero_point, w, b, top, first * stride_x - pad_left, stride_x,
+                         dilation_y, dilation_x, out[first:last])
     for ox in range(first):
         _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
                 out[ox])

@@ -423,6 +423,10 @@ SHARED_BAND_BYTES = 1 << 24
 (threads.py): each band wakes them twice (the convolution, then its epilogue), so bands are
 large, a whole layer of MobileNetV2; int8 ran 1.2x faster than with 1 MB bands."""
 
+SPAN_VALUES = 256
+"""About how many values of a row a 3x3 depthwise layer of stride 1 sums in one loop: a run of
+outputs' channels (compiled._spans_3x3), its weights tiled as many times once."""
+
 _NATIVE = frozenset(map(np.dtype, (np.int8, np.int16, np.float32)))
 """Input types the compiled depthwise loop reads as they are; others become the compute type."""
 
@@ -480,6 +484,8 @@ class _Depthwise:
             # reads int8 without converting it to float, then rescales without converting back.
             self.dtype = dtype = I32
         w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
+        if (kh, kw, stride[1], dilation[1]) == (3, 3, 1, 1):  # compiled._spans_3x3's runs
+            w = np.tile(w, (1, 1, max(1, SPAN_VALUES // w.shape[2])))
         self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
         self.native = np.dtype(in_dtype) in _NATIVE
 
