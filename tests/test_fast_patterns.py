@@ -281,22 +281,20 @@ def test_a_quantized_residual_add_runs_as_one_step_bit_exact(per_channel, y, rou
 
 
 def test_a_single_op_whose_loop_is_not_compiled_yet_runs_its_reference(tmp_path, monkeypatch):
-    """A fast form without a plan-time form (here AVG_POOL2D's) is called with its known
+    """A fast form without a plan-time form (here RESCALE's) is called with its known
     operands as well as its run-time one; meanwhile the reference gets each once."""
-    from pyvgf.fast import pool
+    from pyvgf.fast import rescale
 
-    case = GraphCase(Graph(), description="avg pool")
-    x = case.input(F32, (1, 6, 6, 4))
-    case.graph.output(case.graph.op(
-        "AVG_POOL2D", input=x, input_zp=np.zeros(1, F32), output_zp=np.zeros(1, F32), kernel=(2, 2),
-        stride=(2, 2), pad=(0, 0, 0, 0), acc_type="FP32", result=(F32, (1, 3, 3, 4))))
+    case = GraphCase(Graph(), description="rescale")
+    x = case.input(I32, (1, 6, 6, 4))
+    case.graph.output(_rescale(case.graph, x, I8, (1, 6, 6, 4), 38, channels=4, output_zp=-3))
     inputs = case.random_inputs(2)
 
     class NotYet:  # the loop, serial or threaded, not compiled yet
         def __call__(self, *args: object) -> None:
-            raise background.NotCompiled("avg_pool_float_rows")
+            raise background.NotCompiled("rescale_common_rows")
         serial = threaded = __call__
-    monkeypatch.setattr(pool, "avg_pool_float_rows", NotYet())
+    monkeypatch.setattr(rescale, "rescale_common_rows", NotYet())
     monkeypatch.setattr(fast, "_background", True)
     interim = _plan(case, tmp_path)
     meanwhile = interim.run(inputs)[0]
@@ -387,3 +385,84 @@ def test_a_projections_residual_made_after_it_runs_op_by_op(tmp_path):
     case.graph.output(_matmul_add(case, 40, 24, y_after=True))
     assert _fused(case, tmp_path) == [("MATMUL", "ADD")]
     _agree(case)
+
+
+def _depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, columns: int, *,
+                    clamp: bool = True, after: str = "", stride: int = 1, dilation: int = 1,
+                    kernel: int = 3, images: int = 1, multiplier: int = 1, pointwise: int = 1):
+    """DEPTHWISE_CONV2D (`kernel`, padded by one, its bias) [-> CLAMP to [0, 6]] -> CONV2D of
+    `pointwise` x `pointwise` to `columns` (its bias) -> `after`: "clamp", "add" (a residual
+    ADD of an input), "add-made-after" (of one made after the depthwise layer) or nothing."""
+    g, rng = case.graph, np.random.default_rng(channels + columns)
+    x = case.input(F32, (images, *size, channels))
+    zero = np.zeros(1, F32)
+    inner = channels * multiplier
+    rows, cols = ((n + 2 - dilation * (kernel - 1) - 1) // stride + 1 for n in size)
+    h = g.op("DEPTHWISE_CONV2D", input=x,
+             weight=rng.standard_normal((kernel, kernel, channels, multiplier)).astype(F32),
+             bias=rng.standard_normal(inner).astype(F32), input_zp=zero, weight_zp=zero,
+             pad=np.ones(4, np.int32), stride=np.array([stride] * 2, np.int32),
+             dilation=np.array([dilation] * 2, np.int32), acc_type="FP32",
+             result=(F32, (images, rows, cols, inner)))
+    if clamp:
+        h = g.op("CLAMP", input=h, min_val=0.0, max_val=6.0, nan_mode="PROPAGATE",
+                 result=(F32, (images, rows, cols, inner)))
+    shape = (images, rows - pointwise + 1, cols - pointwise + 1, columns)
+    y = g.op("CONV2D", input=h,
+             weight=rng.standard_normal((columns, pointwise, pointwise, inner)).astype(F32),
+             bias=rng.standard_normal(columns).astype(F32), input_zp=zero, weight_zp=zero,
+             pad=np.zeros(4, np.int32), stride=np.ones(2, np.int32), dilation=np.ones(2, np.int32),
+             acc_type="FP32", result=(F32, shape))
+    if after == "clamp":
+        return g.op("CLAMP", input=y, min_val=-1.0, max_val=1.0, nan_mode="PROPAGATE",
+                    result=(F32, shape))
+    if after == "add":
+        return g.op("ADD", input1=case.input(F32, shape), input2=y, result=(F32, shape))
+    if after == "add-made-after":
+        made = g.op("ADD", input1=case.input(F32, shape), input2=_const(1.0, 4), result=(F32, shape))
+        return g.op("ADD", input1=y, input2=made, result=(F32, shape))
+    return y
+
+
+@pytest.mark.parametrize("size, channels, columns, options, chain", [
+    ((12, 10), 32, 16, {}, ("DEPTHWISE_CONV2D", "CLAMP", "CONV2D")),
+    ((9, 9), 24, 40, {"after": "add"}, ("DEPTHWISE_CONV2D", "CLAMP", "CONV2D", "ADD")),
+    ((8, 11), 16, 8, {"after": "clamp", "clamp": False}, ("DEPTHWISE_CONV2D", "CONV2D", "CLAMP")),
+    ((13, 7), 20, 12, {"stride": 2}, ("DEPTHWISE_CONV2D", "CLAMP", "CONV2D")),
+    ((10, 10), 8, 8, {"dilation": 2, "kernel": 2}, ("DEPTHWISE_CONV2D", "CLAMP", "CONV2D")),
+    ((5, 5), 40, 24, {"after": "add-made-after"}, ("DEPTHWISE_CONV2D", "CLAMP", "CONV2D")),
+], ids=["mobilenet-block", "residual", "clamp-after", "stride-2", "dilated-2x2", "residual-made-after"])
+@pytest.mark.parametrize("bands", ["whole", "two-rows"])
+def test_a_depthwise_layer_and_the_projection_after_it_run_as_one_step(size, channels, columns, options,
+                                                                        chain, bands, tmp_path,
+                                                                        monkeypatch):
+    """The depthwise result made a band of rows at a time and multiplied while in cache; a
+    residual made after the depthwise layer stays an ADD of its own."""
+    from pyvgf.fast import conv
+
+    if bands == "two-rows":
+        monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels * 4)
+    case = GraphCase(Graph(), description="depthwise + pointwise")
+    case.graph.output(_depthwise_conv(case, size, channels, columns, **options))
+    assert _fused(case, tmp_path)[0] == chain
+    _agree(case)
+
+
+@pytest.mark.parametrize("options", [{"images": 2}, {"multiplier": 2}, {"pointwise": 3}],
+                         ids=["two-images", "multiplier-2", "3x3-after"])
+def test_other_depthwise_layers_and_convolutions_run_as_two_steps(options, tmp_path):
+    case = GraphCase(Graph(), description="depthwise + conv")
+    case.graph.output(_depthwise_conv(case, (8, 8), 8, 8, **options))
+    assert all(chain[0] != "DEPTHWISE_CONV2D" or "CONV2D" not in chain
+               for chain in _fused(case, tmp_path))
+    _agree(case)
+
+
+def test_a_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_runs_the_reference_ops(
+        tmp_path, monkeypatch):
+    from pyvgf.fast import conv
+
+    case = GraphCase(Graph(), description="depthwise + pointwise + residual")
+    case.graph.output(_depthwise_conv(case, (9, 7), 24, 16, after="add"))
+    (tmp_path / "case.vgf").write_bytes(case.to_vgf())
+    _meanwhile(conv, "depthwise_gemm_rows", case.random_inputs(3), tmp_path, monkeypatch)

@@ -419,6 +419,41 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
                          double_round, out[b, r, ox])
 
 
+@_RowLoop
+def depthwise_gemm_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int,
+                        pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                        dilation_x: int, first: tuple, matrix: np.ndarray, then: tuple,
+                        residual: np.ndarray, out: np.ndarray, band: int) -> None:
+    """A depthwise convolution finished as `first` says (bias, low, high, nan_to_low: as
+    depthwise_rows's finish), then a 1x1 convolution of its result by `matrix` [C, OC],
+    finished as `then` says, + `residual`'s rows where it has any: out [N, OH, OW, OC], in
+    bands of `band` output rows over numba's threads. Each band's depthwise rows are made
+    into a block of their own and multiplied while in cache (one BLAS call); the depthwise
+    result is never whole."""
+    n, rows, width, columns = out.shape
+    channels = x.shape[3]
+    bands = -(-rows // band)
+    bias, low, high, nan_to_low = first
+    for j in prange(n * bands):
+        b, k = j // bands, j % bands
+        top, stop = k * band, min(rows, k * band + band)
+        made = np.empty((stop - top, width, channels), x.dtype)
+        for r in range(top, stop):
+            row = made[r - top]
+            _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
+                        dilation_y, dilation_x, row)
+            for ox in range(width):
+                _bias_clamp_row(row[ox], bias, low, high, nan_to_low)
+        part = out[b, top:stop].reshape(-1, columns)
+        _gemm(made.reshape(-1, channels), matrix, part)
+        for i in range(part.shape[0]):
+            _bias_clamp_row(part[i], then[0], then[1], then[2], then[3])
+        if residual.shape[0]:
+            added = residual[b, top:stop].reshape(-1, columns)
+            for i in range(part.shape[0]):
+                _add_row(part[i], added[i])
+
+
 @_serial
 def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: np.ndarray,
                  shift: np.ndarray, double_round: bool, output_zp: int, low: int, high: int,

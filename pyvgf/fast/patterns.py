@@ -27,6 +27,7 @@ import numpy as np
 from ..tosa._common import F32, I32, int_max, int_min
 from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
+from . import conv
 from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_scale_rows, softmax_shift_rows
 from .kernels import Rescale, biased_product
 from .registry import FastOpDef
@@ -388,16 +389,80 @@ def _conv_add(steps: Steps, i: int) -> Found | None:
                  {"input": x, "residual": y}, blas=True)
 
 
-def _residual_operand(steps: Steps, producer: int, add: tuple[int, str] | None) -> Slot | None:
+def _residual_operand(steps: Steps, producer: int, add: tuple[int, str] | None,
+                      place: int | None = None) -> Slot | None:
     """The other operand of `add`, an fp32 ADD of step `producer`'s result, where it is a
-    run-time tensor of that shape made before the producer (so that a step in the producer's
-    place can read it); else None."""
+    run-time tensor of that shape made before step `place` (the producer's unless given: a
+    step in its place can read it); else None."""
     y = add and steps.other(*add)
     if not add or not isinstance(y, Slot) or not steps.f32(add[0]) \
-            or steps.made_by.get(y.index, -1) >= producer \
+            or steps.made_by.get(y.index, -1) >= (producer if place is None else place) \
             or {steps.made_shape(y), steps.shape(add[0])} != {steps.shape(producer)}:
         return None
     return y
+
+
+def _depthwise_conv(steps: Steps, i: int) -> Found | None:
+    """DEPTHWISE_CONV2D [-> CLAMP] -> CONV2D 1x1 [-> CLAMP, or -> ADD(that, y) as _conv_add
+    takes it], in fp32 (conv.fusable_depthwise, fusable_pointwise), each intermediate read by
+    the next alone: MobileNet's depthwise layer and the projection after it, as one compiled
+    call (conv.DepthwiseConv) whose depthwise result is made a band of rows at a time and
+    multiplied while in cache, never whole; one step where there were two."""
+    depthwise = _known_but_input(steps, i, "DEPTHWISE_CONV2D")
+    x = steps.arg(i, "input")
+    if depthwise is None or not isinstance(x, Slot) or not conv.fusable_depthwise(
+            steps.planned[i].node.operands["input"].type, depthwise["weight"],
+            depthwise["input_zp"], depthwise["weight_zp"]):
+        return None
+    first, after = _clamp_bounds(steps, i)
+    pointwise = steps.then(after, "CONV2D", ("input",))
+    j = pointwise[0] if pointwise else -1
+    product = _known_but_input(steps, j, "CONV2D") if pointwise else None
+    if product is None or not conv.fusable_pointwise(
+            product["weight"], product["input_zp"], product["weight_zp"], product["pad"],
+            product["stride"]):
+        return None
+    then, last = _clamp_bounds(steps, j)
+    y = _residual_operand(steps, j, steps.then(j, "ADD"), place=i) if last == j else None
+    indices = sorted({i, after, j, last} | ({steps.then(j, "ADD")[0]} if y else set()))  # type: ignore[index]
+    made: list[conv.DepthwiseConv] = []
+    shape = tuple(steps.planned[i].node.operands["input"].type.shape)
+    operands = ("weight", "bias", "input_zp", "weight_zp", "pad", "stride", "dilation")
+
+    def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+        if not made:  # at the first run, as conv._prepared makes its forms
+            made.append(conv.DepthwiseConv(shape, {k: depthwise[k] for k in operands}, first,
+                                           {k: product[k] for k in operands}, then))
+        return made[0](x, y)
+    sources = {"input": x} if y is None else {"input": x, "residual": y}
+    return _step("DEPTHWISE_CONV2D + CONV2D", depthwise_conv, steps, indices, sources,
+                 blas=True)
+
+
+def _known_but_input(steps: Steps, i: int, op: str) -> dict[str, object] | None:
+    """Step i's operands but its input, where it is `op` in fp32 with a plan-time form (in a
+    table without them, as every op is called as it is, so is this) and they are all known."""
+    p = steps.planned[i]
+    known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)}
+    if steps.op(i) != op or not steps.f32(i) or p.opdef.prepare is None \
+            or len(known) != len(p.args) - 1 \
+            or not isinstance(steps.arg(i, "input"), Slot):
+        return None
+    return known
+
+
+def _clamp_bounds(steps: Steps, i: int) -> tuple[conv.Bounds, int]:
+    """The CLAMP that alone reads step i's result, as a float convolution's finish takes it
+    (its accumulator form's bounds), and its step, where the table fuses it (`bandwise`);
+    else no clamp, and step i."""
+    clamp = steps.then(i, "CLAMP", ("input",))
+    p = steps.planned[clamp[0]] if clamp else None
+    known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)} if p else {}
+    form = p.opdef.from_accumulator if p and p.opdef.bandwise and len(known) == len(p.args) - 1 \
+        else None
+    if form is None:
+        return (-np.inf, np.inf, False), i
+    return form(**known).bounds, clamp[0]  # type: ignore[attr-defined, index]
 
 
 def _matmul_add(steps: Steps, i: int) -> Found | None:
@@ -424,7 +489,7 @@ def _matmul_add(steps: Steps, i: int) -> Found | None:
                  {"A": a, "residual": y}, blas=True)
 
 
-PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _conv_add, _matmul_add)
+PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _depthwise_conv, _conv_add, _matmul_add)
 """Each pattern's matcher: (steps, the index of its first step's candidate) -> Found or None."""
 
 
