@@ -195,6 +195,7 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
     (2, 196, 576, 2, False),    # rows give both threads their share: by rows
     (2, 49, 160, 2, False),
     (2, 1, 1000, 2, True),      # a classifier's one row: by columns
+    (2, 197, 1536, 2, True),    # a weight of 2.4 MB (384 x 1536): each thread packs half
 ])
 def test_a_product_splits_over_the_threads_that_get_16_rows_or_columns(monkeypatch, workers, rows,
                                                                          columns, parts, by_columns):
@@ -206,7 +207,8 @@ def test_a_product_splits_over_the_threads_that_get_16_rows_or_columns(monkeypat
     monkeypatch.setattr(threads, "workers", lambda: workers)
     monkeypatch.setattr(threads, "spread", lambda: True)
     rng = np.random.default_rng(rows)
-    a, b = _integers(rng, (rows, 64), np.float32), _integers(rng, (64, columns), np.float32)
+    depth = 384 if columns == 1536 else 64
+    a, b = _integers(rng, (rows, depth), np.float32), _integers(rng, (depth, columns), np.float32)
     b.flags.writeable = False
     out = np.empty((rows, columns), np.float32)
     split = kernels._split(a, b, out, False)

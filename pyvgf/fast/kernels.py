@@ -143,7 +143,7 @@ def _split(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool) -> _S
     if (b.dtype not in (F32, F64) or not a.flags.c_contiguous or not out.flags.c_contiguous
             or not (b.flags.c_contiguous or b.flags.f_contiguous) or not rows):
         return None
-    parts = _column_parts(rows, cols, workers)
+    parts = _column_parts(rows, cols, workers, b.nbytes)
     if parts:
         if b.flags.f_contiguous:
             return _Split(parts, b.T)
@@ -160,14 +160,23 @@ def _parts(extent: int, workers: int) -> int:
     return min(workers, extent // GEMM_BLOCK_ROWS)
 
 
-def _column_parts(rows: int, cols: int, workers: int) -> int:
+COLUMN_SPLIT_BYTES = 1 << 20
+"""The size of a GEMM's right operand from which a split by columns pays even where rows
+would give every thread its share: each thread then packs half of it or less, not all."""
+
+
+def _column_parts(rows: int, cols: int, workers: int, b_bytes: int) -> int:
     """Over how many threads a GEMM's result of `rows` x `cols` splits by columns, one block
-    a thread; 0 where it splits by rows: where rows give as many threads their share. Split
-    by rows, each thread finishes a block of whole rows; by columns, a strip of every row,
-    which took longer: on two threads 196 x 96 @ 96 x 576 took 0.100 ms by rows and 0.128
-    by columns, 49 x 960 @ 960 x 160 0.080 and 0.094 (MKL, bias and clamp after)."""
+    a thread; 0 where it splits by rows. By columns where that takes more threads than rows
+    do, or where b (of `b_bytes`) is large (COLUMN_SPLIT_BYTES); else by rows. Split by rows,
+    each thread finishes a block of whole rows; by columns, a strip of every row, which took
+    longer: on two threads 196 x 96 @ 96 x 576 took 0.100 ms by rows and 0.128 by columns,
+    49 x 960 @ 960 x 160 0.080 and 0.094 (MKL, bias and clamp after); but 49 x 320 @ 320 x
+    1280 0.239 and 0.207, and the transformer's 197 x 384 @ 384 x 1536 was faster by columns."""
     parts = _parts(cols, workers)
-    return parts if parts > max(1, _parts(rows, workers)) and 2 * rows <= cols else 0
+    if parts < 2 or 2 * rows > cols:
+        return 0
+    return parts if parts > _parts(rows, workers) or b_bytes >= COLUMN_SPLIT_BYTES else 0
 
 
 def _row_blocks(rows: int, row_bytes: int, finishing: bool, workers: int) -> int | None:
@@ -300,7 +309,7 @@ def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
     vnni = weight.dtype == I32
-    parts = 0 if vnni else _column_parts(rows, cols, workers)
+    parts = 0 if vnni else _column_parts(rows, cols, workers, weight.nbytes)
     if parts:
         return lambda a, out: gemm_columns_int8(a, weight, out, parts, *rescale)
     blocks = _row_blocks(rows, cols * 4, True, workers) or 1
