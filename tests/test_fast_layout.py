@@ -25,6 +25,25 @@ def test_transpose_and_slice_are_views_with_the_references_values():
         assert np.shares_memory(got, x)
 
 
+def test_shape_operands_are_read_once_at_plan_time_where_they_are_known():
+    """TRANSPOSE, SLICE and RESHAPE's plan-time forms give the reference's values; SLICE and
+    RESHAPE with a shape operand made at run time (given as its type) run as they are."""
+    from pyvgf.fast.registry import fast_ops
+    from pyvgf.types import TensorType
+
+    ops = fast_ops(OPS)
+    x = np.arange(2 * 3 * 4 * 5, dtype=np.float32).reshape(2, 3, 4, 5)
+    t = TensorType(x.dtype, x.shape)
+    for op, operands in (("TRANSPOSE", {"perms": np.array([2, 0, 3, 1])}),
+                         ("SLICE", {"start": np.array([1, 0, 1, 2]), "size": np.array([1, 3, 2, 3])}),
+                         ("RESHAPE", {"shape": np.array([6, 20])})):
+        prepared = ops[op].prepare(input1=t, **operands)
+        np.testing.assert_array_equal(prepared(input1=x), OPS[op].fn(input1=x, **operands))
+    made = TensorType(np.dtype(np.int64), (4,))
+    assert ops["SLICE"].prepare(input1=t, start=made, size=np.array([1, 3, 2, 3])) is None
+    assert ops["RESHAPE"].prepare(input1=t, shape=TensorType(np.dtype(np.int64), (2,))) is None
+
+
 def test_a_batch_of_head_views_is_multiplied_where_it_lies(monkeypatch):
     """Q [6, 197, 64] and K transposed [6, 64, 197], views of one QKV tensor as a transformer's
     attention reads them: gemm_batch takes them as they are, and gives numpy's product."""
