@@ -466,3 +466,78 @@ def test_a_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_runs_the
     case.graph.output(_depthwise_conv(case, (9, 7), 24, 16, after="add"))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
     _meanwhile(conv, "depthwise_gemm_rows", case.random_inputs(3), tmp_path, monkeypatch)
+
+
+def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, columns: int, *,
+                         stride: int = 1, input_zp: int = -7, rounding: str = "SINGLE_ROUND",
+                         also_out: bool = False):
+    """An int8 MobileNet block's depthwise layer and projection as TFLite lowers them:
+    DEPTHWISE_CONV2D (3x3, padded by one) -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8;
+    with `also_out`, the first RESCALE's result is a graph output too."""
+    g, rng = case.graph, np.random.default_rng(channels * columns)
+    x = case.input(I8, (1, *size, channels))
+    rows, cols = ((n + 2 - 3) // stride + 1 for n in size)
+    h = g.op("DEPTHWISE_CONV2D", input=x,
+             weight=rng.integers(-128, 128, (3, 3, channels, 1)).astype(I8),
+             bias=rng.integers(-5000, 5000, channels).astype(I32),
+             input_zp=np.array([input_zp], I8), weight_zp=np.zeros(1, I8),
+             pad=np.ones(4, np.int32), stride=np.array([stride] * 2, np.int32),
+             dilation=np.ones(2, np.int32), acc_type="INT32", result=(I32, (1, rows, cols, channels)))
+    h = _rescale(g, h, I8, (1, rows, cols, channels), 38, channels=channels, output_zp=-128,
+                 rounding=rounding)
+    if also_out:
+        g.output(h)
+    y = g.op("CONV2D", input=h, weight=rng.integers(-128, 128, (columns, 1, 1, channels)).astype(I8),
+             bias=rng.integers(-5000, 5000, columns).astype(I32), input_zp=np.array([-128], I8),
+             weight_zp=np.zeros(1, I8), pad=np.zeros(4, np.int32), stride=np.ones(2, np.int32),
+             dilation=np.ones(2, np.int32), acc_type="INT32", result=(I32, (1, rows, cols, columns)))
+    return g.op("RESCALE", input=y, multiplier=rng.integers(1 << 30, 1 << 31, columns).astype(I32),
+                shift=rng.integers(38, 40, columns).astype(np.int8), input_zp=np.zeros(1, I32),
+                output_zp=np.array([5], I8), scale32=True, rounding_mode=rounding,
+                per_channel=True, input_unsigned=False, output_unsigned=False,
+                result=(I8, (1, rows, cols, columns)))
+
+
+def _vnni() -> None:
+    from pyvgf.fast import compiled
+
+    if not compiled.VNNI:
+        pytest.skip("this CPU has no AVX-512 VNNI")
+
+
+@pytest.mark.parametrize("size, channels, columns, options", [
+    ((12, 10), 32, 16, {}), ((9, 9), 24, 40, {"rounding": "DOUBLE_ROUND"}),
+    ((13, 7), 20, 12, {"stride": 2, "input_zp": 0}), ((5, 5), 8, 70, {})],
+    ids=["mobilenet-block", "double-round", "stride-2", "wide-projection"])
+@pytest.mark.parametrize("bands", ["whole", "two-rows"])
+def test_an_int8_depthwise_layer_and_its_projection_run_as_one_step_bit_exact(
+        size, channels, columns, options, bands, tmp_path, monkeypatch):
+    from pyvgf.fast import conv
+
+    _vnni()
+    if bands == "two-rows":
+        monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels)
+    case = GraphCase(Graph(), description="int8 depthwise + pointwise")
+    case.graph.output(_int8_depthwise_conv(case, size, channels, columns, **options))
+    assert _fused(case, tmp_path) == [("DEPTHWISE_CONV2D", "RESCALE", "CONV2D", "RESCALE")]
+    _agree(case)
+
+
+@pytest.mark.parametrize("channels, options", [(6, {}), (8, {"also_out": True})],
+                         ids=["input-channels-not-in-fours", "depthwise-result-also-an-output"])
+def test_other_int8_depthwise_and_projections_run_as_two_steps(channels, options, tmp_path):
+    case = GraphCase(Graph(), description="int8 depthwise + conv")
+    case.graph.output(_int8_depthwise_conv(case, (6, 6), channels, 8, **options))
+    assert len(_fused(case, tmp_path)) == 2
+    _agree(case)
+
+
+def test_an_int8_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_runs_the_reference_ops(
+        tmp_path, monkeypatch):
+    from pyvgf.fast import conv
+
+    _vnni()
+    case = GraphCase(Graph(), description="int8 depthwise + pointwise")
+    case.graph.output(_int8_depthwise_conv(case, (9, 7), 24, 16))
+    (tmp_path / "case.vgf").write_bytes(case.to_vgf())
+    _meanwhile(conv, "depthwise_gemm_rows_vnni", case.random_inputs(3), tmp_path, monkeypatch)

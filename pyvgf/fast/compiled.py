@@ -808,6 +808,40 @@ def gemm_rows_vnni(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                              high, double_round, out[first + i])
 
 
+@_RowLoop
+def depthwise_gemm_rows_vnni(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
+                             pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                             dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
+                             out: np.ndarray, band: int) -> None:
+    """depthwise_gemm_rows for int8: the depthwise sums (int32 w) rescaled by `first` (a
+    kernels.Rescale) into an int8 block, then its products with a 1x1 convolution's weight
+    as vnni_packed made it, rescaled by `then` into out [N, OH, OW, OC], as
+    depthwise_rows_rescaled and gemm_rows_vnni make them (bit-exact), a band of `band` rows
+    a thread task; only where VNNI says the CPU has it."""
+    n, rows, width, columns = out.shape
+    channels = x.shape[3]
+    bands = -(-rows // band)
+    for j in prange(n * bands):
+        b, k = j // bands, j % bands
+        top, stop = k * band, min(rows, k * band + band)
+        made = np.empty(((stop - top) * width, channels), np.int8)
+        acc = np.empty((width, channels), w.dtype)
+        for r in range(top, stop):
+            _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
+                        dilation_y, dilation_x, acc)
+            for ox in range(width):
+                _rescale_row(acc[ox], first[0], True, first[1], first[2], first[3], first[4],
+                             first[5], first[6], made[(r - top) * width + ox])
+        part = out[b, top:stop].reshape(-1, columns)
+        sums = np.empty((VNNI_ROWS, packed.shape[1]), np.int32)
+        for start in range(0, made.shape[0], VNNI_ROWS):
+            count = min(VNNI_ROWS, made.shape[0] - start)
+            _int8_products(made, start, count, packed, sums)
+            for i in range(count):
+                _rescale_row(sums[i, :columns], then[0], True, then[1], then[2], then[3],
+                             then[4], then[5], then[6], part[start + i])
+
+
 @_threaded
 def gemm_columns_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                       offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,

@@ -30,14 +30,16 @@ from typing import Protocol
 
 import numpy as np
 
+from ..errors import TosaError
 from ..tosa._common import F64, I8, I32, is_float
 from ..tosa.conv import out_dtype as _out_dtype
 from ..types import TensorType
-from . import kernels, threads
+from . import compiled, kernels, threads
 from .compiled import (
     conv_blocks,
     conv_blocks_rescaled,
     depthwise_gemm_rows,
+    depthwise_gemm_rows_vnni,
     depthwise_rows,
     depthwise_rows_rescaled,
 )
@@ -549,15 +551,75 @@ class DepthwiseConv:
 
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, F32)
-        workers = threads.workers() if threads.spread() else 1
-        band = max(1, min(self.band_rows, -(-self.shape[1] // workers)))
         depthwise_gemm_rows(np.ascontiguousarray(input), *self.window, self.first, self.matrix,
                             self.then, _NO_RESIDUAL if residual is None else
-                            np.ascontiguousarray(residual, F32), out, band)
+                            np.ascontiguousarray(residual, F32), out,
+                            _band(self.shape[1], self.band_rows))
         return out
 
 
 _NO_RESIDUAL = np.empty((0, 0, 0, 0), F32)
+
+
+class DepthwiseConvInt8:
+    """DepthwiseConv for int8: DEPTHWISE_CONV2D (multiplier 1) and its RESCALE to int8
+    (`first`: the RESCALE's accumulator form, rescale.py), then a 1x1 CONV2D of stride 1
+    without padding whose products VNNI makes, and its RESCALE to int8 (`then`), as one
+    compiled call (compiled.depthwise_gemm_rows_vnni), bit-exact."""
+
+    def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: object,
+                 conv: dict[str, np.ndarray], then: object):
+        window = _Depthwise(shape, I8, epilogue=_Rescaled(first), **depthwise)
+        middle = (shape[0], *window.out_size, window.channels)
+        product = _Conv(middle, I8, epilogue=_Rescaled(then), **conv)
+        if window.dtype != I32 or product.int8 is None or product.int8[0].dtype != I32:
+            raise TosaError("depthwise + 1x1 int8 step: its forms do not take these operands")
+        self.window, (self.packed, self.then) = window.window, product.int8
+        self.first = window.how.rescale
+        self.shape = (shape[0], *window.out_size, product.oc)
+        self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3]))
+
+    def __call__(self, input: np.ndarray) -> np.ndarray:  # noqa: A002
+        out = np.empty(self.shape, I8)
+        depthwise_gemm_rows_vnni(np.ascontiguousarray(input), *self.window, self.first,
+                                 self.packed, self.then, out, _band(self.shape[1], self.band_rows))
+        return out
+
+
+class _Rescaled:
+    """The epilogue of one RESCALE to int8 fused after an integer convolution (its
+    accumulator `form`), as DepthwiseConvInt8 gives it to _Depthwise and _Conv: they take its
+    kernels.Rescale for their compiled loops."""
+
+    bounds = None
+
+    def __init__(self, form: object):
+        self.form, self.dtype, self.first_dtype = form, I8, I8
+
+    def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
+        return self.form.rescale(bias, result_dtype, channels)  # type: ignore[attr-defined]
+
+
+def _band(rows: int, band_rows: int) -> int:
+    """Rows a band of a depthwise + 1x1 step: at most `band_rows`, at most a thread's share."""
+    workers = threads.workers() if threads.spread() else 1
+    return max(1, min(band_rows, -(-rows // workers)))
+
+
+def fusable_int8(input: TensorType, depthwise: dict[str, np.ndarray],
+                 conv: dict[str, np.ndarray]) -> bool:
+    """Whether DepthwiseConvInt8 takes these operands (each RESCALE after them aside): an int8
+    image, a depthwise int8 weight of multiplier 1 whose sums int32 holds, and a 1x1 int8
+    weight of stride 1 without padding or weight zero point, its input channels in fours,
+    on a CPU with VNNI (compiled.VNNI; kernels.int8_gemm)."""
+    weight, pointwise = depthwise["weight"], conv["weight"]
+    kh, kw = weight.shape[:2]
+    return (compiled.VNNI and np.dtype(input.dtype) == I8 and input.shape[0] == 1
+            and weight.dtype == I8 and weight.shape[3] == 1 and kh * kw * 255 * 255 < 1 << 31
+            and pointwise.dtype == I8 and pointwise.shape[1:3] == (1, 1)
+            and pointwise.shape[3] % 4 == 0 and pointwise.shape[3] * 255 * 128 < 1 << 31
+            and not np.any(conv["pad"]) and all(int(v) == 1 for v in conv["stride"])
+            and not np.any(conv["weight_zp"]))
 
 
 def fusable_depthwise(input: TensorType, weight: np.ndarray, input_zp: np.ndarray,

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..tosa._common import F32, I32, int_max, int_min
+from ..tosa._common import F32, I8, I32, int_max, int_min
 from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from . import conv
@@ -408,7 +408,7 @@ def _depthwise_conv(steps: Steps, i: int) -> Found | None:
     the next alone: MobileNet's depthwise layer and the projection after it, as one compiled
     call (conv.DepthwiseConv) whose depthwise result is made a band of rows at a time and
     multiplied while in cache, never whole; one step where there were two."""
-    depthwise = _known_but_input(steps, i, "DEPTHWISE_CONV2D")
+    depthwise = _convolution(steps, i, "DEPTHWISE_CONV2D")
     x = steps.arg(i, "input")
     if depthwise is None or not isinstance(x, Slot) or not conv.fusable_depthwise(
             steps.planned[i].node.operands["input"].type, depthwise["weight"],
@@ -417,7 +417,7 @@ def _depthwise_conv(steps: Steps, i: int) -> Found | None:
     first, after = _clamp_bounds(steps, i)
     pointwise = steps.then(after, "CONV2D", ("input",))
     j = pointwise[0] if pointwise else -1
-    product = _known_but_input(steps, j, "CONV2D") if pointwise else None
+    product = _convolution(steps, j, "CONV2D") if pointwise else None
     if product is None or not conv.fusable_pointwise(
             product["weight"], product["input_zp"], product["weight_zp"], product["pad"],
             product["stride"]):
@@ -427,28 +427,77 @@ def _depthwise_conv(steps: Steps, i: int) -> Found | None:
     indices = sorted({i, after, j, last} | ({steps.then(j, "ADD")[0]} if y else set()))  # type: ignore[index]
     made: list[conv.DepthwiseConv] = []
     shape = tuple(steps.planned[i].node.operands["input"].type.shape)
-    operands = ("weight", "bias", "input_zp", "weight_zp", "pad", "stride", "dilation")
 
     def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
         if not made:  # at the first run, as conv._prepared makes its forms
-            made.append(conv.DepthwiseConv(shape, {k: depthwise[k] for k in operands}, first,
-                                           {k: product[k] for k in operands}, then))
+            made.append(conv.DepthwiseConv(shape, {k: depthwise[k] for k in _CONV_OPERANDS},
+                                           first, {k: product[k] for k in _CONV_OPERANDS}, then))
         return made[0](x, y)
     sources = {"input": x} if y is None else {"input": x, "residual": y}
     return _step("DEPTHWISE_CONV2D + CONV2D", depthwise_conv, steps, indices, sources,
                  blas=True)
 
 
-def _known_but_input(steps: Steps, i: int, op: str) -> dict[str, object] | None:
-    """Step i's operands but its input, where it is `op` in fp32 with a plan-time form (in a
-    table without them, as every op is called as it is, so is this) and they are all known."""
+def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
+    """DEPTHWISE_CONV2D -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8, each read by the
+    next alone, where conv.fusable_int8 says: _depthwise_conv's step for int8 models
+    (conv.DepthwiseConvInt8), bit-exact."""
+    depthwise = _convolution(steps, i, "DEPTHWISE_CONV2D", I32)
+    x = steps.arg(i, "input")
+    first = _int8_rescale(steps, i) if depthwise is not None else None
+    pointwise = steps.then(first[1], "CONV2D", ("input",)) if first else None
+    product = _convolution(steps, pointwise[0], "CONV2D", I32) if pointwise else None
+    then = _int8_rescale(steps, pointwise[0]) if product is not None else None  # type: ignore[index]
+    node = steps.planned[i].node
+    if then is None or not isinstance(x, Slot) or not conv.fusable_int8(
+            node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
+        return None
+    made: list[conv.DepthwiseConvInt8] = []
+    shape = tuple(node.operands["input"].type.shape)
+
+    def depthwise_conv(x: np.ndarray) -> np.ndarray:
+        if not made:  # at the first run, as conv._prepared makes its forms
+            made.append(conv.DepthwiseConvInt8(
+                shape, {k: depthwise[k] for k in _CONV_OPERANDS}, first[0],  # type: ignore[index]
+                {k: product[k] for k in _CONV_OPERANDS}, then[0]))  # type: ignore[index]
+        return made[0](x)
+    return _step("DEPTHWISE_CONV2D + CONV2D", depthwise_conv, steps,
+                 (i, first[1], pointwise[0], then[1]), {"input": x}, blas=True)  # type: ignore[index]
+
+
+_CONV_OPERANDS = ("weight", "bias", "input_zp", "weight_zp", "pad", "stride", "dilation")
+"""A convolution's operands its forms (conv._Depthwise, _Conv) take, but its input."""
+
+
+def _int8_rescale(steps: Steps, i: int) -> tuple[object, int] | None:
+    """The RESCALE that alone reads step i's int32 result and makes int8, all its operands
+    but its input known, where the table fuses it (`bandwise`): its accumulator form
+    (rescale.py) and its step."""
+    after = steps.then(i, "RESCALE", ("input",))
+    known = _known_but_input(steps, after[0], "RESCALE", I8) if after else None
+    p = steps.planned[after[0]] if after else None  # type: ignore[index]
+    if known is None or not p.opdef.bandwise or p.opdef.from_accumulator is None:  # type: ignore[union-attr]
+        return None
+    return p.opdef.from_accumulator(**known), after[0]  # type: ignore[union-attr, index]
+
+
+def _known_but_input(steps: Steps, i: int, op: str, dtype: np.dtype = F32) -> dict[str, object] | None:
+    """Step i's operands but its input, where it is `op` making `dtype` and they are all
+    known."""
     p = steps.planned[i]
     known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)}
-    if steps.op(i) != op or not steps.f32(i) or p.opdef.prepare is None \
-            or len(known) != len(p.args) - 1 \
-            or not isinstance(steps.arg(i, "input"), Slot):
+    result = p.node.result_type
+    if steps.op(i) != op or isinstance(result, tuple) or result.dtype != dtype \
+            or len(known) != len(p.args) - 1 or not isinstance(steps.arg(i, "input"), Slot):
         return None
     return known
+
+
+def _convolution(steps: Steps, i: int, op: str, dtype: np.dtype = F32) -> dict[str, object] | None:
+    """_known_but_input of a convolution with a plan-time form (in a table without them, as
+    every op is called as it is, so is a pattern of them)."""
+    known = _known_but_input(steps, i, op, dtype)
+    return None if known is None or steps.planned[i].opdef.prepare is None else known
 
 
 def _clamp_bounds(steps: Steps, i: int) -> tuple[conv.Bounds, int]:
@@ -489,7 +538,8 @@ def _matmul_add(steps: Steps, i: int) -> Found | None:
                  {"A": a, "residual": y}, blas=True)
 
 
-PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _depthwise_conv, _conv_add, _matmul_add)
+PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _depthwise_conv, _int8_depthwise_conv,
+            _conv_add, _matmul_add)
 """Each pattern's matcher: (steps, the index of its first step's candidate) -> Found or None."""
 
 
