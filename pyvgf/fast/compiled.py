@@ -273,31 +273,15 @@ def _windows_3x3(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: i
                  out: np.ndarray) -> None:
     """_window's sums for a 3x3 kernel into each out[i] (i along the row), the window of
     out[i] starting at (top, left + i * stride_x) and lying wholly inside x: every tap is
-    summed, so each channel's nine products add up in one register, from zero and in
-    (ky, kx) order, and the loop over contiguous channels is vectorized."""
-    zero = w.dtype.type(0)
-    w0, w1, w2, w3, w4, w5, w6, w7, w8 = (w[0, 0], w[0, 1], w[0, 2], w[1, 0], w[1, 1],
-                                          w[1, 2], w[2, 0], w[2, 1], w[2, 2])
-    y0, y1, y2 = top, top + dilation_y, top + 2 * dilation_y
+    summed, each channel's nine products in one register, from zero and in (ky, kx) order,
+    the loop over contiguous channels vectorized (_span_3x3 of one pixel's channels). x is
+    C-contiguous."""
+    height, width, channels = x.shape[1], x.shape[2], x.shape[3]
+    xf = x.reshape(-1)
+    row, pixel = width * channels * dilation_y, channels * dilation_x
     for i in range(out.shape[0]):
-        x0 = left + i * stride_x
-        x1, x2 = x0 + dilation_x, x0 + 2 * dilation_x
-        r0, r1, r2 = x[b, y0, x0], x[b, y0, x1], x[b, y0, x2]
-        r3, r4, r5 = x[b, y1, x0], x[b, y1, x1], x[b, y1, x2]
-        r6, r7, r8 = x[b, y2, x0], x[b, y2, x1], x[b, y2, x2]
-        o = out[i]
-        for c in range(o.shape[0]):
-            s = zero
-            s += (r0[c] - zero_point) * w0[c]
-            s += (r1[c] - zero_point) * w1[c]
-            s += (r2[c] - zero_point) * w2[c]
-            s += (r3[c] - zero_point) * w3[c]
-            s += (r4[c] - zero_point) * w4[c]
-            s += (r5[c] - zero_point) * w5[c]
-            s += (r6[c] - zero_point) * w6[c]
-            s += (r7[c] - zero_point) * w7[c]
-            s += (r8[c] - zero_point) * w8[c]
-            o[c] = s
+        first = ((b * height + top) * width + left + i * stride_x) * channels
+        _span_3x3(xf, first, row, pixel, zero_point, w, channels, out[i])
 
 
 @_inlined
