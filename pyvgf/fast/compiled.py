@@ -411,31 +411,43 @@ def depthwise_gemm_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top
     """A depthwise convolution finished as `first` says (bias, low, high, nan_to_low: as
     depthwise_rows's finish), then a 1x1 convolution of its result by `matrix` [C, OC],
     finished as `then` says, + `residual`'s rows where it has any: out [N, OH, OW, OC], in
-    bands of `band` output rows over numba's threads. Each band's depthwise rows are made
-    into a block of their own and multiplied while in cache (one BLAS call); the depthwise
-    result is never whole."""
-    n, rows, width, columns = out.shape
-    channels = x.shape[3]
+    bands of `band` output rows over numba's threads (_depthwise_gemm_band)."""
+    n, rows = out.shape[0], out.shape[1]
     bands = -(-rows // band)
-    bias, low, high, nan_to_low = first
     for j in prange(n * bands):
         b, k = j // bands, j % bands
-        top, stop = k * band, min(rows, k * band + band)
-        made = np.empty((stop - top, width, channels), x.dtype)
-        for r in range(top, stop):
-            row = made[r - top]
-            _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
-                        dilation_y, dilation_x, row)
-            for ox in range(width):
-                _bias_clamp_row(row[ox], bias, low, high, nan_to_low)
-        part = out[b, top:stop].reshape(-1, columns)
-        _gemm(made.reshape(-1, channels), matrix, part)
+        _depthwise_gemm_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
+                             dilation_y, dilation_x, first, matrix, then, residual, out, b,
+                             k * band, min(rows, k * band + band))
+
+
+@_serial
+def _depthwise_gemm_band(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int,
+                         pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                         dilation_x: int, first: tuple, matrix: np.ndarray, then: tuple,
+                         residual: np.ndarray, out: np.ndarray, b: int, top: int,
+                         stop: int) -> None:
+    """Output rows top..stop of image b of depthwise_gemm_rows: their depthwise rows made
+    into a block of their own and multiplied while in cache (one BLAS call); the depthwise
+    result is never whole. Called, not inlined, by both forms of the loop: compiled once,
+    where inlined into each it took 5 s and 13 s to compile."""
+    width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
+    bias, low, high, nan_to_low = first
+    made = np.empty((stop - top, width, channels), x.dtype)
+    for r in range(top, stop):
+        row = made[r - top]
+        _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
+                    dilation_y, dilation_x, row)
+        for ox in range(width):
+            _bias_clamp_row(row[ox], bias, low, high, nan_to_low)
+    part = out[b, top:stop].reshape(-1, columns)
+    _gemm(made.reshape(-1, channels), matrix, part)
+    for i in range(part.shape[0]):
+        _bias_clamp_row(part[i], then[0], then[1], then[2], then[3])
+    if residual.shape[0]:
+        added = residual[b, top:stop].reshape(-1, columns)
         for i in range(part.shape[0]):
-            _bias_clamp_row(part[i], then[0], then[1], then[2], then[3])
-        if residual.shape[0]:
-            added = residual[b, top:stop].reshape(-1, columns)
-            for i in range(part.shape[0]):
-                _add_row(part[i], added[i])
+            _add_row(part[i], added[i])
 
 
 @_serial
@@ -800,30 +812,41 @@ def depthwise_gemm_rows_vnni(x: np.ndarray, zero_point: int, w: np.ndarray, pad_
     """depthwise_gemm_rows for int8: the depthwise sums (int32 w) rescaled by `first` (a
     kernels.Rescale) into an int8 block, then its products with a 1x1 convolution's weight
     as vnni_packed made it, rescaled by `then` into out [N, OH, OW, OC], as
-    depthwise_rows_rescaled and gemm_rows_vnni make them (bit-exact), a band of `band` rows
-    a thread task; only where VNNI says the CPU has it."""
-    n, rows, width, columns = out.shape
-    channels = x.shape[3]
+    depthwise_rows_rescaled and gemm_rows_vnni make them (bit-exact), in bands of `band`
+    rows over numba's threads (_depthwise_vnni_band); only where VNNI says the CPU has it."""
+    n, rows = out.shape[0], out.shape[1]
     bands = -(-rows // band)
     for j in prange(n * bands):
         b, k = j // bands, j % bands
-        top, stop = k * band, min(rows, k * band + band)
-        made = np.empty(((stop - top) * width, channels), np.int8)
-        acc = np.empty((width, channels), w.dtype)
-        for r in range(top, stop):
-            _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
-                        dilation_y, dilation_x, acc)
-            for ox in range(width):
-                _rescale_row(acc[ox], first[0], True, first[1], first[2], first[3], first[4],
-                             first[5], first[6], made[(r - top) * width + ox])
-        part = out[b, top:stop].reshape(-1, columns)
-        sums = np.empty((VNNI_ROWS, packed.shape[1]), np.int32)
-        for start in range(0, made.shape[0], VNNI_ROWS):
-            count = min(VNNI_ROWS, made.shape[0] - start)
-            _int8_products(made, start, count, packed, sums)
-            for i in range(count):
-                _rescale_row(sums[i, :columns], then[0], True, then[1], then[2], then[3],
-                             then[4], then[5], then[6], part[start + i])
+        _depthwise_vnni_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
+                             dilation_y, dilation_x, first, packed, then, out, b, k * band,
+                             min(rows, k * band + band))
+
+
+@_serial
+def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
+                         pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                         dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
+                         out: np.ndarray, b: int, top: int, stop: int) -> None:
+    """Output rows top..stop of image b of depthwise_gemm_rows_vnni (called, not inlined,
+    as _depthwise_gemm_band)."""
+    width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
+    made = np.empty(((stop - top) * width, channels), np.int8)
+    acc = np.empty((width, channels), w.dtype)
+    for r in range(top, stop):
+        _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
+                    dilation_y, dilation_x, acc)
+        for ox in range(width):
+            _rescale_row(acc[ox], first[0], True, first[1], first[2], first[3], first[4],
+                         first[5], first[6], made[(r - top) * width + ox])
+    part = out[b, top:stop].reshape(-1, columns)
+    sums = np.empty((VNNI_ROWS, packed.shape[1]), np.int32)
+    for start in range(0, made.shape[0], VNNI_ROWS):
+        count = min(VNNI_ROWS, made.shape[0] - start)
+        _int8_products(made, start, count, packed, sums)
+        for i in range(count):
+            _rescale_row(sums[i, :columns], then[0], True, then[1], then[2], then[3], then[4],
+                         then[5], then[6], part[start + i])
 
 
 @_threaded

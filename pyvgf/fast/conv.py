@@ -494,6 +494,9 @@ class _Depthwise:
         w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
         if (kh, kw, stride[1], dilation[1]) == (3, 3, 1, 1):  # compiled._spans_3x3's runs
             w = np.tile(w, (1, 1, max(1, SPAN_VALUES // w.shape[2])))
+        # Read-only whether tiled, converted or a view of the constant: numba compiles a loop
+        # once for each, and a second copy of the depthwise loops took 6-13 s more.
+        w.flags.writeable = False
         self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
         self.native = np.dtype(in_dtype) in _NATIVE
 
