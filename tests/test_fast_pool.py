@@ -45,7 +45,7 @@ def looped(monkeypatch) -> list[str]:
     real = pool._Pool.__call__
 
     def spy(self, x):
-        ran.append(self.name)
+        ran.append(self.loop.__name__)
         return real(self, x)
     monkeypatch.setattr(pool._Pool, "__call__", spy)
     return ran

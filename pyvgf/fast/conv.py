@@ -609,38 +609,25 @@ def _band(rows: int, band_rows: int) -> int:
     return max(1, min(band_rows, -(-rows // workers)))
 
 
-def fusable_int8(input: TensorType, depthwise: dict[str, np.ndarray],
-                 conv: dict[str, np.ndarray]) -> bool:
-    """Whether DepthwiseConvInt8 takes these operands (each RESCALE after them aside): an int8
-    image, a depthwise int8 weight of multiplier 1 whose sums int32 holds, and a 1x1 int8
-    weight of stride 1 without padding or weight zero point, its input channels in fours,
-    on a CPU with VNNI (compiled.VNNI; kernels.int8_gemm)."""
-    weight, pointwise = depthwise["weight"], conv["weight"]
+def fusable(input: TensorType, depthwise: dict[str, np.ndarray],
+            conv: dict[str, np.ndarray]) -> bool:
+    """Whether DepthwiseConv (fp32) or DepthwiseConvInt8 (int8) takes a DEPTHWISE_CONV2D of
+    `input` and the CONV2D after it, by their known operands: one image, a depthwise weight of
+    multiplier 1, a 1x1 weight of stride 1 without padding or weight zero point, both of the
+    input's type. fp32: no zero points at all. int8: sums that int32 holds, the 1x1 input
+    channels in fours, on a CPU with VNNI (compiled.VNNI; kernels.int8_gemm)."""
+    dtype, weight, pointwise = np.dtype(input.dtype), depthwise["weight"], conv["weight"]
+    if not (input.shape[0] == 1 and weight.dtype == dtype == pointwise.dtype
+            and weight.ndim == pointwise.ndim == 4 and weight.shape[3] == 1
+            and pointwise.shape[1:3] == (1, 1) and not np.any(conv["pad"])
+            and all(int(v) == 1 for v in conv["stride"]) and not np.any(conv["weight_zp"])):
+        return False
+    if dtype == F32:
+        return not (np.any(depthwise["input_zp"]) or np.any(depthwise["weight_zp"])
+                    or np.any(conv["input_zp"]))
     kh, kw = weight.shape[:2]
-    return (compiled.VNNI and np.dtype(input.dtype) == I8 and input.shape[0] == 1
-            and weight.dtype == I8 and weight.shape[3] == 1 and kh * kw * 255 * 255 < 1 << 31
-            and pointwise.dtype == I8 and pointwise.shape[1:3] == (1, 1)
-            and pointwise.shape[3] % 4 == 0 and pointwise.shape[3] * 255 * 128 < 1 << 31
-            and not np.any(conv["pad"]) and all(int(v) == 1 for v in conv["stride"])
-            and not np.any(conv["weight_zp"]))
-
-
-def fusable_depthwise(input: TensorType, weight: np.ndarray, input_zp: np.ndarray,
-                      weight_zp: np.ndarray) -> bool:
-    """Whether DepthwiseConv takes a DEPTHWISE_CONV2D of these operands: fp32, one image,
-    multiplier 1."""
-    return (np.dtype(input.dtype) == F32 and input.shape[0] == 1 and weight.dtype == F32
-            and weight.ndim == 4 and weight.shape[3] == 1 and not np.any(input_zp)
-            and not np.any(weight_zp))
-
-
-def fusable_pointwise(weight: np.ndarray, input_zp: np.ndarray, weight_zp: np.ndarray,
-                      pad: np.ndarray, stride: np.ndarray) -> bool:
-    """Whether DepthwiseConv takes a CONV2D of these operands after it: fp32, 1x1, stride 1,
-    no padding."""
-    return (weight.dtype == F32 and weight.ndim == 4 and weight.shape[1:3] == (1, 1)
-            and not np.any(pad) and all(int(v) == 1 for v in stride) and not np.any(input_zp)
-            and not np.any(weight_zp))
+    return (dtype == I8 and compiled.VNNI and kh * kw * 255 * 255 < 1 << 31
+            and pointwise.shape[3] % 4 == 0 and pointwise.shape[3] * 255 * 128 < 1 << 31)
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:

@@ -371,9 +371,8 @@ def _conv_add(steps: Steps, i: int) -> Found | None:
     (conv._Conv) instead of in a pass of its own; found from the convolution."""
     p = steps.planned[i]
     x = steps.arg(i, "input")
-    known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)}
-    if steps.op(i) not in ("CONV2D", "CONV3D") or not steps.f32(i) or p.opdef.prepare is None \
-            or not isinstance(x, Slot) or len(known) != len(p.args) - 1:
+    known = _convolution(steps, i, steps.op(i)) if steps.op(i) in ("CONV2D", "CONV3D") else None
+    if known is None:
         return None
     add = steps.then(i, "ADD")
     y = _residual_operand(steps, i, add)
@@ -404,29 +403,26 @@ def _residual_operand(steps: Steps, producer: int, add: tuple[int, str] | None,
 
 def _depthwise_conv(steps: Steps, i: int) -> Found | None:
     """DEPTHWISE_CONV2D [-> CLAMP] -> CONV2D 1x1 [-> CLAMP, or -> ADD(that, y) as _conv_add
-    takes it], in fp32 (conv.fusable_depthwise, fusable_pointwise), each intermediate read by
-    the next alone: MobileNet's depthwise layer and the projection after it, as one compiled
-    call (conv.DepthwiseConv) whose depthwise result is made a band of rows at a time and
-    multiplied while in cache, never whole; one step where there were two."""
+    takes it], in fp32 (conv.fusable), each intermediate read by the next alone: MobileNet's
+    depthwise layer and the projection after it, as one compiled call (conv.DepthwiseConv)
+    whose depthwise result is made a band of rows at a time and multiplied while in cache,
+    never whole; one step where there were two."""
     depthwise = _convolution(steps, i, "DEPTHWISE_CONV2D")
     x = steps.arg(i, "input")
-    if depthwise is None or not isinstance(x, Slot) or not conv.fusable_depthwise(
-            steps.planned[i].node.operands["input"].type, depthwise["weight"],
-            depthwise["input_zp"], depthwise["weight_zp"]):
-        return None
-    first, after = _clamp_bounds(steps, i)
-    pointwise = steps.then(after, "CONV2D", ("input",))
+    first, after = _clamp_bounds(steps, i) if depthwise is not None else (None, i)
+    pointwise = steps.then(after, "CONV2D", ("input",)) if depthwise is not None else None
     j = pointwise[0] if pointwise else -1
     product = _convolution(steps, j, "CONV2D") if pointwise else None
-    if product is None or not conv.fusable_pointwise(
-            product["weight"], product["input_zp"], product["weight_zp"], product["pad"],
-            product["stride"]):
+    node = steps.planned[i].node
+    if product is None or not isinstance(x, Slot) or not conv.fusable(
+            node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
         return None
     then, last = _clamp_bounds(steps, j)
-    y = _residual_operand(steps, j, steps.then(j, "ADD"), place=i) if last == j else None
-    indices = sorted({i, after, j, last} | ({steps.then(j, "ADD")[0]} if y else set()))  # type: ignore[index]
+    add = steps.then(j, "ADD") if last == j else None
+    y = _residual_operand(steps, j, add, place=i)
+    indices = sorted({i, after, j, last} | ({add[0]} if y else set()))  # type: ignore[index]
     made: list[conv.DepthwiseConv] = []
-    shape = tuple(steps.planned[i].node.operands["input"].type.shape)
+    shape = tuple(node.operands["input"].type.shape)
 
     def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
         if not made:  # at the first run, as conv._prepared makes its forms
@@ -440,7 +436,7 @@ def _depthwise_conv(steps: Steps, i: int) -> Found | None:
 
 def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
     """DEPTHWISE_CONV2D -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8, each read by the
-    next alone, where conv.fusable_int8 says: _depthwise_conv's step for int8 models
+    next alone, where conv.fusable says: _depthwise_conv's step for int8 models
     (conv.DepthwiseConvInt8), bit-exact."""
     depthwise = _convolution(steps, i, "DEPTHWISE_CONV2D", I32)
     x = steps.arg(i, "input")
@@ -449,7 +445,7 @@ def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
     product = _convolution(steps, pointwise[0], "CONV2D", I32) if pointwise else None
     then = _int8_rescale(steps, pointwise[0]) if product is not None else None  # type: ignore[index]
     node = steps.planned[i].node
-    if then is None or not isinstance(x, Slot) or not conv.fusable_int8(
+    if then is None or not isinstance(x, Slot) or not conv.fusable(
             node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
         return None
     made: list[conv.DepthwiseConvInt8] = []
@@ -505,13 +501,11 @@ def _clamp_bounds(steps: Steps, i: int) -> tuple[conv.Bounds, int]:
     (its accumulator form's bounds), and its step, where the table fuses it (`bandwise`);
     else no clamp, and step i."""
     clamp = steps.then(i, "CLAMP", ("input",))
-    p = steps.planned[clamp[0]] if clamp else None
-    known = {name: arg.value for name, arg in p.args.items() if isinstance(arg, Known)} if p else {}
-    form = p.opdef.from_accumulator if p and p.opdef.bandwise and len(known) == len(p.args) - 1 \
-        else None
-    if form is None:
+    known = _known_but_input(steps, clamp[0], "CLAMP") if clamp else None
+    opdef = steps.planned[clamp[0]].opdef if clamp else None  # type: ignore[index]
+    if known is None or not opdef.bandwise or opdef.from_accumulator is None:  # type: ignore[union-attr]
         return (-np.inf, np.inf, False), i
-    return form(**known).bounds, clamp[0]  # type: ignore[attr-defined, index]
+    return opdef.from_accumulator(**known).bounds, clamp[0]  # type: ignore[union-attr, index]
 
 
 def _matmul_add(steps: Steps, i: int) -> Found | None:

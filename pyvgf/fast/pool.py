@@ -110,7 +110,6 @@ class _Pool:
         self.shape = (n, (h + top + bottom - kh) // sy + 1, (w + left + right - kw) // sx + 1, c)
         self.dtype = np.dtype(x.dtype)
         spread = self.shape[0] * self.shape[1] > 1 and int(np.prod(self.shape)) * kh * kw >= SPREAD_WORK
-        self.name = loop.__name__
         self.loop = loop if spread else loop.serial  # type: ignore[attr-defined]
         self.first, self.last = (*first, kh, kw, top, left, sy, sx), last
 
