@@ -791,17 +791,28 @@ def gemm_rows_vnni(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
     each row then rescaled. MKL's int8 GEMM writes every int32 sum to memory for the RESCALE
     to read back, which for few input channels bounds it more than the products do; in
     MobileNetV2 this loop was the faster for every layer (kernels.int8_gemm)."""
-    rows, cols = out.shape
+    rows = out.shape[0]
     step = -(-rows // blocks)
     for k in prange(blocks):
-        acc = np.empty((VNNI_ROWS, w.shape[1]), np.int32)
-        stop = min(rows, k * step + step)
-        for first in range(k * step, stop, VNNI_ROWS):
-            count = min(VNNI_ROWS, stop - first)
-            _int8_products(x, first, count, w, acc)
-            for i in range(count):
-                _rescale_row(acc[i, :cols], offset, True, multiplier, shift, output_zp, low,
-                             high, double_round, out[first + i])
+        _vnni_rows_rescaled(x, k * step, min(rows, k * step + step), w, offset, multiplier,
+                            shift, output_zp, low, high, double_round, out)
+
+
+@_inlined
+def _vnni_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
+                        offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                        output_zp: int, low: int, high: int, double_round: bool,
+                        out: np.ndarray) -> None:
+    """out[r] for rows first..stop: (x[r] + 128) @ the weight w was packed from
+    (_int8_products), VNNI_ROWS rows at a time into a block that stays in L1, each row then
+    rescaled as _rescale_row says (gemm_rows_vnni's block, depthwise_gemm_rows_vnni's band)."""
+    acc = np.empty((VNNI_ROWS, w.shape[1]), np.int32)
+    for start in range(first, stop, VNNI_ROWS):
+        count = min(VNNI_ROWS, stop - start)
+        _int8_products(x, start, count, w, acc)
+        for i in range(count):
+            _rescale_row(acc[i, :out.shape[1]], offset, True, multiplier, shift, output_zp,
+                         low, high, double_round, out[start + i])
 
 
 @_RowLoop
@@ -839,14 +850,8 @@ def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top:
         for ox in range(width):
             _rescale_row(acc[ox], first[0], True, first[1], first[2], first[3], first[4],
                          first[5], first[6], made[(r - top) * width + ox])
-    part = out[b, top:stop].reshape(-1, columns)
-    sums = np.empty((VNNI_ROWS, packed.shape[1]), np.int32)
-    for start in range(0, made.shape[0], VNNI_ROWS):
-        count = min(VNNI_ROWS, made.shape[0] - start)
-        _int8_products(made, start, count, packed, sums)
-        for i in range(count):
-            _rescale_row(sums[i, :columns], then[0], True, then[1], then[2], then[3], then[4],
-                         then[5], then[6], part[start + i])
+    _vnni_rows_rescaled(made, 0, made.shape[0], packed, then[0], then[1], then[2], then[3],
+                        then[4], then[5], then[6], out[b, top:stop].reshape(-1, columns))
 
 
 @_threaded
