@@ -256,9 +256,15 @@ def _residual(case: GraphCase, shape, *, per_channel: bool, rounding: str = "SIN
                            input_zp=7)
     else:
         y_value = case.input(I32, shape, y)
-    x = case.input(I8, shape)
+    return _added(g, y_value, case.input(I8, shape), shape, channels, rounding)
+
+
+def _added(g: Graph, y, x, shape, channels: int | None, rounding: str = "SINGLE_ROUND",
+           swap: bool = False):
+    """_residual's RESCALE of x, ADD to y (x first with `swap`) and RESCALE to int8."""
     inner = _rescale(g, x, I32, shape, 26, channels=channels, input_zp=-5)
-    total = g.op("ADD", input1=y_value, input2=inner, result=(I32, shape))
+    operands = (inner, y) if swap else (y, inner)
+    total = g.op("ADD", input1=operands[0], input2=operands[1], result=(I32, shape))
     return _rescale(g, total, I8, shape, 39, channels=channels, output_zp=3, rounding=rounding)
 
 
@@ -470,13 +476,23 @@ def test_a_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_runs_the
 
 def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, columns: int, *,
                          stride: int = 1, input_zp: int = -7, rounding: str = "SINGLE_ROUND",
-                         also_out: bool = False):
+                         also_out: bool = False, residual: str = "", swap: bool = False):
     """An int8 MobileNet block's depthwise layer and projection as TFLite lowers them:
     DEPTHWISE_CONV2D (3x3, padded by one) -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8;
-    with `also_out`, the first RESCALE's result is a graph output too."""
+    with `also_out`, the first RESCALE's result is a graph output too; with `residual`, then a
+    quantized residual ADD (_added) of y: "int8" (an input, rescaled after the projection, as
+    RESCALED_Y's within-int8), "int8-first" (rescaled before the depthwise layer), "int32" (an
+    input not rescaled) or "made-after" (an int8 tensor made after the depthwise layer), the
+    projection the ADD's first operand with `swap`."""
     g, rng = case.graph, np.random.default_rng(channels * columns)
     x = case.input(I8, (1, *size, channels))
     rows, cols = ((n + 2 - 3) // stride + 1 for n in size)
+    shape = (1, rows, cols, columns)
+
+    def rescaled(y):
+        return _rescale(g, y, I32, shape, RESCALED_Y["rescaled-within-int8"], channels=columns,
+                        input_zp=7)
+    y = rescaled(case.input(I8, shape)) if residual == "int8-first" else None
     h = g.op("DEPTHWISE_CONV2D", input=x,
              weight=rng.integers(-128, 128, (3, 3, channels, 1)).astype(I8),
              bias=rng.integers(-5000, 5000, channels).astype(I32),
@@ -487,15 +503,22 @@ def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, 
                  rounding=rounding)
     if also_out:
         g.output(h)
-    y = g.op("CONV2D", input=h, weight=rng.integers(-128, 128, (columns, 1, 1, channels)).astype(I8),
+    p = g.op("CONV2D", input=h, weight=rng.integers(-128, 128, (columns, 1, 1, channels)).astype(I8),
              bias=rng.integers(-5000, 5000, columns).astype(I32), input_zp=np.array([-128], I8),
              weight_zp=np.zeros(1, I8), pad=np.zeros(4, np.int32), stride=np.ones(2, np.int32),
-             dilation=np.ones(2, np.int32), acc_type="INT32", result=(I32, (1, rows, cols, columns)))
-    return g.op("RESCALE", input=y, multiplier=rng.integers(1 << 30, 1 << 31, columns).astype(I32),
-                shift=rng.integers(38, 40, columns).astype(np.int8), input_zp=np.zeros(1, I32),
-                output_zp=np.array([5], I8), scale32=True, rounding_mode=rounding,
-                per_channel=True, input_unsigned=False, output_unsigned=False,
-                result=(I8, (1, rows, cols, columns)))
+             dilation=np.ones(2, np.int32), acc_type="INT32", result=(I32, shape))
+    out = g.op("RESCALE", input=p, multiplier=rng.integers(1 << 30, 1 << 31, columns).astype(I32),
+               shift=rng.integers(38, 40, columns).astype(np.int8), input_zp=np.zeros(1, I32),
+               output_zp=np.array([5], I8), scale32=True, rounding_mode=rounding,
+               per_channel=True, input_unsigned=False, output_unsigned=False, result=(I8, shape))
+    if residual == "int8":
+        y = rescaled(case.input(I8, shape))
+    elif residual == "int32":
+        y = case.input(I32, shape, WITHIN_INT8)
+    elif residual == "made-after":
+        y = rescaled(g.op("CLAMP", input=case.input(I8, shape), min_val=-100, max_val=100,
+                          nan_mode="PROPAGATE", result=(I8, shape)))
+    return out if residual == "" else _added(g, y, out, shape, columns, rounding, swap)
 
 
 def _vnni() -> None:
@@ -519,7 +542,47 @@ def test_an_int8_depthwise_layer_and_its_projection_run_as_one_step_bit_exact(
         monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels)
     case = GraphCase(Graph(), description="int8 depthwise + pointwise")
     case.graph.output(_int8_depthwise_conv(case, size, channels, columns, **options))
-    assert _fused(case, tmp_path) == [("DEPTHWISE_CONV2D", "RESCALE", "CONV2D", "RESCALE")]
+    assert _fused(case, tmp_path) == [INT8_BLOCK]
+    _agree(case)
+
+
+INT8_BLOCK = ("DEPTHWISE_CONV2D", "RESCALE", "CONV2D", "RESCALE")
+
+
+@pytest.mark.parametrize("size, residual, rounding, swap", [
+    ((12, 10), "int8", "SINGLE_ROUND", False), ((9, 7), "int8-first", "DOUBLE_ROUND", False),
+    ((7, 7), "int8", "DOUBLE_ROUND", True)],
+    ids=["y-rescaled-after", "y-rescaled-first", "7x7-projection-first"])
+@pytest.mark.parametrize("bands", ["whole", "two-rows"])
+def test_an_int8_depthwise_layer_its_projection_and_residual_add_run_as_one_step_bit_exact(
+        size, residual, rounding, swap, bands, tmp_path, monkeypatch):
+    """The residual's RESCALE of y is part of the step wherever the plan has it; the
+    projection may be either operand of the ADD (as in the benchmark suite's MobileNetV2)."""
+    from pyvgf.fast import conv
+
+    _vnni()
+    if bands == "two-rows":
+        monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * 24)
+    case = GraphCase(Graph(), description="int8 depthwise + pointwise + residual")
+    case.graph.output(_int8_depthwise_conv(case, size, 24, 16, rounding=rounding,
+                                           residual=residual, swap=swap))
+    [step] = _fused(case, tmp_path)
+    assert step[0] == "DEPTHWISE_CONV2D"
+    assert sorted(step) == sorted((*INT8_BLOCK, "RESCALE", "RESCALE", "ADD", "RESCALE"))
+    _agree(case)
+
+
+@pytest.mark.parametrize("residual", ["int32", "made-after"])
+def test_other_int8_residual_adds_stay_steps_of_their_own(residual, tmp_path):
+    """An int32 y, or one made after the depthwise layer: the residual ADD is a step of its own
+    (_residual's) after the depthwise + 1x1 step."""
+    _vnni()
+    case = GraphCase(Graph(), description="int8 depthwise + pointwise, residual apart")
+    case.graph.output(_int8_depthwise_conv(case, (6, 6), 8, 8, residual=residual))
+    fused = _fused(case, tmp_path)
+    assert INT8_BLOCK in fused
+    assert any("ADD" in step for step in fused) and all("ADD" not in step or "CONV2D" not in step
+                                                         for step in fused)
     _agree(case)
 
 
@@ -537,7 +600,7 @@ def test_an_int8_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_ru
     from pyvgf.fast import conv
 
     _vnni()
-    case = GraphCase(Graph(), description="int8 depthwise + pointwise")
-    case.graph.output(_int8_depthwise_conv(case, (9, 7), 24, 16))
+    case = GraphCase(Graph(), description="int8 depthwise + pointwise + residual")
+    case.graph.output(_int8_depthwise_conv(case, (9, 7), 24, 16, residual="int8-first"))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
     _meanwhile(conv, "depthwise_gemm_rows_vnni", case.random_inputs(3), tmp_path, monkeypatch)

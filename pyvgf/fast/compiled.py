@@ -819,26 +819,30 @@ def _vnni_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
 def depthwise_gemm_rows_vnni(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
                              pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                              dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
-                             out: np.ndarray, band: int) -> None:
+                             residual: np.ndarray, y_scale: tuple, x_scale: tuple,
+                             out_scale: tuple, out: np.ndarray, band: int) -> None:
     """depthwise_gemm_rows for int8: the depthwise sums (int32 w) rescaled by `first` (a
     kernels.Rescale) into an int8 block, then its products with a 1x1 convolution's weight
     as vnni_packed made it, rescaled by `then` into out [N, OH, OW, OC], as
     depthwise_rows_rescaled and gemm_rows_vnni make them (bit-exact), in bands of `band`
-    rows over numba's threads (_depthwise_vnni_band); only where VNNI says the CPU has it."""
+    rows over numba's threads (_depthwise_vnni_band); only where VNNI says the CPU has it.
+    Where `residual` [N, OH, OW, OC] has rows, each row of out then becomes the quantized
+    residual ADD of residual's row and it, as residual_rows makes it (y, x and out there)."""
     n, rows = out.shape[0], out.shape[1]
     bands = -(-rows // band)
     for j in prange(n * bands):
         b, k = j // bands, j % bands
         _depthwise_vnni_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
-                             dilation_y, dilation_x, first, packed, then, out, b, k * band,
-                             min(rows, k * band + band))
+                             dilation_y, dilation_x, first, packed, then, residual, y_scale,
+                             x_scale, out_scale, out, b, k * band, min(rows, k * band + band))
 
 
 @_serial
 def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
                          pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                          dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
-                         out: np.ndarray, b: int, top: int, stop: int) -> None:
+                         residual: np.ndarray, y_scale: tuple, x_scale: tuple,
+                         out_scale: tuple, out: np.ndarray, b: int, top: int, stop: int) -> None:
     """Output rows top..stop of image b of depthwise_gemm_rows_vnni (called, not inlined,
     as _depthwise_gemm_band)."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
@@ -850,8 +854,13 @@ def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top:
         for ox in range(width):
             _rescale_row(acc[ox], first[0], True, first[1], first[2], first[3], first[4],
                          first[5], first[6], made[(r - top) * width + ox])
+    part = out[b, top:stop].reshape(-1, columns)
     _vnni_rows_rescaled(made, 0, made.shape[0], packed, then[0], then[1], then[2], then[3],
-                        then[4], then[5], then[6], out[b, top:stop].reshape(-1, columns))
+                        then[4], then[5], then[6], part)
+    if residual.shape[0]:
+        y = residual[b, top:stop].reshape(-1, columns)
+        for i in range(part.shape[0]):
+            _quantized_add_row(y[i], part[i], y_scale, x_scale, out_scale, part[i])
 
 
 @_threaded
@@ -1050,13 +1059,19 @@ def residual_rows(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple, 
     RESCALE a kernels.Rescale (offset, multiplier, shift, output_zp, low, high, double_round)
     made as _rescaled makes it (a y already of int32 takes the identity, multiplier 2**30 and
     shift 30)."""
-    twice = y_scale[6] or x_scale[6] or out_scale[6]
     for i in prange(y.shape[0]):
-        if twice:
-            _residual_row(y[i], x[i], y_scale, x_scale, out_scale, out[i])
-        else:  # a loop of its own, as _rescale_row has
-            _residual_row(y[i], x[i], _rounding_once(y_scale), _rounding_once(x_scale),
-                          _rounding_once(out_scale), out[i])
+        _quantized_add_row(y[i], x[i], y_scale, x_scale, out_scale, out[i])
+
+
+@_inlined
+def _quantized_add_row(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple,
+                       out_scale: tuple, out: np.ndarray) -> None:
+    """One row of residual_rows (out may be x)."""
+    if y_scale[6] or x_scale[6] or out_scale[6]:
+        _residual_row(y, x, y_scale, x_scale, out_scale, out)
+    else:  # a loop of its own, as _rescale_row has
+        _residual_row(y, x, _rounding_once(y_scale), _rounding_once(x_scale),
+                      _rounding_once(out_scale), out)
 
 
 @_inlined
@@ -1068,7 +1083,7 @@ def _rounding_once(scale: tuple) -> tuple:
 @_inlined
 def _residual_row(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple,
                   out_scale: tuple, out: np.ndarray) -> None:
-    """One row of residual_rows."""
+    """_quantized_add_row's loop."""
     for c in range(y.shape[0]):
         total = np.int64(np.int32(_rescaled_at(y[c], c, y_scale) + _rescaled_at(x[c], c, x_scale)))
         out[c] = _rescaled_at(total, c, out_scale)

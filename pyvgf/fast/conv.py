@@ -567,11 +567,14 @@ _NO_RESIDUAL = np.empty((0, 0, 0, 0), F32)
 class DepthwiseConvInt8:
     """DepthwiseConv for int8: DEPTHWISE_CONV2D (multiplier 1) and its RESCALE to int8
     (`first`: the RESCALE's accumulator form, rescale.py), then a 1x1 CONV2D of stride 1
-    without padding whose products VNNI makes, and its RESCALE to int8 (`then`), as one
-    compiled call (compiled.depthwise_gemm_rows_vnni), bit-exact."""
+    without padding whose products VNNI makes, and its RESCALE to int8 (`then`), + a
+    residual where given, added as a quantized residual ADD (`added`: its RESCALEs of the
+    residual, of the projection and of the sum, as compiled.residual_rows takes them, one
+    entry per channel), as one compiled call (compiled.depthwise_gemm_rows_vnni), bit-exact."""
 
     def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: object,
-                 conv: dict[str, np.ndarray], then: object):
+                 conv: dict[str, np.ndarray], then: object,
+                 added: tuple[Rescale, Rescale, Rescale] | None = None):
         window = _Depthwise(shape, I8, epilogue=_Rescaled(first), **depthwise)
         middle = (shape[0], *window.out_size, window.channels)
         product = _Conv(middle, I8, epilogue=_Rescaled(then), **conv)
@@ -581,12 +584,20 @@ class DepthwiseConvInt8:
         self.first = window.how.rescale
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3]))
+        self.added = added or _NOT_ADDED
 
-    def __call__(self, input: np.ndarray) -> np.ndarray:  # noqa: A002
+    def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, I8)
         depthwise_gemm_rows_vnni(np.ascontiguousarray(input), *self.window, self.first,
-                                 self.packed, self.then, out, _band(self.shape[1], self.band_rows))
+                                 self.packed, self.then, _NO_RESIDUAL_I8 if residual is None
+                                 else np.ascontiguousarray(residual), *self.added, out,
+                                 _band(self.shape[1], self.band_rows))
         return out
+
+
+_NO_RESIDUAL_I8 = np.empty((0, 0, 0, 0), I8)
+_NOT_ADDED = ((np.zeros(1, np.int64), np.ones(1, I32), np.zeros(1, np.int64), 0, 0, 0, False),) * 3
+"""DepthwiseConvInt8's `added` without a residual: three Rescales of its types, never read."""
 
 
 class _Rescaled:

@@ -3,7 +3,8 @@ residual ADD, written as the TOSA operators a framework lowers them to, found am
 steps (`find`) and each run as one compiled loop (compiled.layer_norm_rows, gelu_rows,
 residual_rows; softmax as two, numpy's exp between them) instead of 3-11 passes over the
 tensor; and a float residual ADD after a convolution, or after a MATMUL and its bias, made
-inside the product's loops.
+inside the product's loops; and a depthwise convolution with the 1x1 one after it (int8: and
+the quantized residual ADD after those), as one compiled call.
 
 A pattern is fused only where its types are the loop's (fp32; for the residual ADD, signed
 integers), its reductions run along the last axis, its constants are scalars or one per
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -295,15 +297,47 @@ def _signed_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, obje
     return known
 
 
-def _residual(steps: Steps, i: int) -> Found | None:
-    """RESCALE(x) -> ADD(y, that) -> RESCALE: a quantized residual ADD (int8 or int16 x, the
-    int32 sum), as TOSA writes one; y an int32 tensor, or itself RESCALE(y) of an int8 or int16
-    one, as TFLite's lowering writes it (Arm's real models) and the benchmark suite's int8
-    MobileNetV2 has it; found from its ADD."""
+class _QuantizedAdd(NamedTuple):
+    """A quantized residual ADD as _quantized_add finds it from its ADD step: out =
+    RESCALE(y' + RESCALE(x)), y' = RESCALE(y) where `y_step` made it from y (else y itself, of
+    int32); each RESCALE by its known operands (y_rescale None: none)."""
+
+    x_name: str
+    x: Slot
+    x_step: int
+    x_rescale: dict[str, object]
+    y_name: str
+    y: Slot
+    y_step: int | None
+    y_rescale: dict[str, object] | None
+    add: int
+    after: int
+    outer: dict[str, object]
+
+    @property
+    def indices(self) -> tuple[int, ...]:
+        """Its steps, in plan order (y may be made after x's RESCALE)."""
+        own = (self.x_step, self.add, self.after)
+        return tuple(sorted(own if self.y_step is None else (self.y_step, *own)))
+
+    def rescales(self, channels: int, width: int) -> tuple[Rescale, Rescale, Rescale]:
+        """y's, x's and the sum's RESCALEs as residual_rows takes them, for rows of `width`
+        pixels of `channels`."""
+        return tuple(_tiled_rescale(r, channels, width)  # type: ignore[return-value]
+                     for r in (self.y_rescale, self.x_rescale, self.outer))
+
+
+def _quantized_add(steps: Steps, i: int, x_name: str | None = None) -> _QuantizedAdd | None:
+    """RESCALE(x) -> ADD(y, that) -> RESCALE, found from its ADD (step i): a quantized
+    residual ADD (int8 or int16 x, the int32 sum), as TOSA writes one; y an int32 tensor, or
+    itself RESCALE(y) of an int8 or int16 one, as TFLite's lowering writes it (Arm's real
+    models, the benchmark suite's int8 MobileNetV2). x is the ADD's operand `x_name` where
+    given, else input2 or input1, whichever a RESCALE makes."""
     if steps.op(i) != "ADD" or steps.planned[i].node.result_type.dtype != I32 or not steps.rows(i):
         return None
     shape = steps.shape(i)
-    inner = _inner_rescale(steps, i, "input2", shape) or _inner_rescale(steps, i, "input1", shape)
+    inner = (_inner_rescale(steps, i, x_name, shape) if x_name else
+             _inner_rescale(steps, i, "input2", shape) or _inner_rescale(steps, i, "input1", shape))
     after = steps.then(i, "RESCALE", ("input",))
     outer = after and _signed_rescale(steps, after[0], None)
     if inner is None or not outer:
@@ -317,21 +351,31 @@ def _residual(steps: Steps, i: int) -> Found | None:
         y_step, y, y_rescale = None, steps.arg(i, y_name), None
     if not isinstance(y, Slot) or steps.made_shape(y) != shape:
         return None
+    return _QuantizedAdd(x_name, x, x_step, x_rescale, y_name, y, y_step, y_rescale, i,
+                         after[0], outer)  # type: ignore[index]
+
+
+def _residual(steps: Steps, i: int) -> Found | None:
+    """A quantized residual ADD (_quantized_add) as one compiled loop (residual_rows)."""
+    found = _quantized_add(steps, i)
+    if found is None:
+        return None
+    shape = steps.shape(i)
     channels, width = shape[-1], shape[-2] if len(shape) > 1 else 1
-    out_dtype = np.asarray(outer["output_zp"]).dtype
+    out_dtype = np.asarray(found.outer["output_zp"]).dtype
     tiled: list[Rescale] = []
 
     def residual(y_value: np.ndarray, x_value: np.ndarray) -> np.ndarray:
         if not tiled:  # each per-column vector along a whole row of W * C (kernels.along_rows)
-            tiled.extend(_tiled_rescale(r, channels, width) for r in (y_rescale, x_rescale, outer))
+            tiled.extend(found.rescales(channels, width))
         out = np.empty(shape, out_dtype)
         rows = (-1, width * channels)
         residual_rows(np.ascontiguousarray(y_value).reshape(rows),
                       np.ascontiguousarray(x_value).reshape(rows), *tiled, out.reshape(rows))
         return out
-    # The ADD's place: y may be made after the inner RESCALE; x stands for that RESCALE's result.
-    indices = (x_step, i, after[0]) if y_step is None else (y_step, x_step, i, after[0])
-    return _step("RESIDUAL_ADD", residual, steps, sorted(indices), {y_name: y, x_name: x}, at=i)
+    # The ADD's place: x stands for its RESCALE's result.
+    return _step("RESIDUAL_ADD", residual, steps, found.indices,
+                 {found.y_name: found.y, found.x_name: found.x}, at=i)
 
 
 def _inner_rescale(steps: Steps, i: int, name: str, shape: tuple[int, ...]
@@ -435,9 +479,9 @@ def _depthwise_conv(steps: Steps, i: int) -> Found | None:
 
 
 def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
-    """DEPTHWISE_CONV2D -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8, each read by the
-    next alone, where conv.fusable says: _depthwise_conv's step for int8 models
-    (conv.DepthwiseConvInt8), bit-exact."""
+    """DEPTHWISE_CONV2D -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8 [-> a quantized
+    residual ADD as _int8_residual takes it], each read by the next alone, where conv.fusable
+    says: _depthwise_conv's step for int8 models (conv.DepthwiseConvInt8), bit-exact."""
     depthwise = _convolution(steps, i, "DEPTHWISE_CONV2D", I32)
     x = steps.arg(i, "input")
     first = _int8_rescale(steps, i) if depthwise is not None else None
@@ -448,17 +492,35 @@ def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
     if then is None or not isinstance(x, Slot) or not conv.fusable(
             node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
         return None
+    added = _int8_residual(steps, then[1], i)
     made: list[conv.DepthwiseConvInt8] = []
     shape = tuple(node.operands["input"].type.shape)
 
-    def depthwise_conv(x: np.ndarray) -> np.ndarray:
+    def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
         if not made:  # at the first run, as conv._prepared makes its forms
             made.append(conv.DepthwiseConvInt8(
                 shape, {k: depthwise[k] for k in _CONV_OPERANDS}, first[0],  # type: ignore[index]
-                {k: product[k] for k in _CONV_OPERANDS}, then[0]))  # type: ignore[index]
-        return made[0](x)
-    return _step("DEPTHWISE_CONV2D + CONV2D", depthwise_conv, steps,
-                 (i, first[1], pointwise[0], then[1]), {"input": x}, blas=True)  # type: ignore[index]
+                {k: product[k] for k in _CONV_OPERANDS}, then[0],  # type: ignore[index]
+                added and added.rescales(steps.shape(then[1])[-1], 1)))  # type: ignore[index]
+        return made[0](x, y)
+    indices = {i, first[1], pointwise[0], then[1], *(added.indices if added else ())}  # type: ignore[index]
+    sources = {"input": x} if added is None else {"input": x, "residual": added.y}
+    return _step("DEPTHWISE_CONV2D + CONV2D", depthwise_conv, steps, sorted(indices), sources,
+                 at=i, blas=True)
+
+
+def _int8_residual(steps: Steps, producer: int, place: int) -> _QuantizedAdd | None:
+    """The quantized residual ADD (_quantized_add) whose x is step `producer`'s int8 result,
+    where its y is an int8 tensor made before step `place`, rescaled, and its result int8."""
+    rescale = steps.then(producer, "RESCALE", ("input",))
+    add = rescale and steps.then(rescale[0], "ADD")
+    found = add and _quantized_add(steps, *add)  # type: ignore[misc]
+    if not found or found.y_step is None \
+            or steps.planned[found.y_step].node.operands["input"].type.dtype != I8 \
+            or np.asarray(found.outer["output_zp"]).dtype != I8 \
+            or steps.made_by.get(found.y.index, -1) >= place:
+        return None
+    return found
 
 
 _CONV_OPERANDS = ("weight", "bias", "input_zp", "weight_zp", "pad", "stride", "dilation")
