@@ -395,13 +395,28 @@ def test_a_projections_residual_made_after_it_runs_op_by_op(tmp_path):
 
 def _depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, columns: int, *,
                     clamp: bool = True, after: str = "", stride: int = 1, dilation: int = 1,
-                    kernel: int = 3, images: int = 1, multiplier: int = 1, pointwise: int = 1):
-    """DEPTHWISE_CONV2D (`kernel`, padded by one, its bias) [-> CLAMP to [0, 6]] -> CONV2D of
-    `pointwise` x `pointwise` to `columns` (its bias) -> `after`: "clamp", "add" (a residual
-    ADD of an input), "add-made-after" (of one made after the depthwise layer) or nothing."""
+                    kernel: int = 3, images: int = 1, multiplier: int = 1, pointwise: int = 1,
+                    expand_from: int = 0, expansion: int = 1, also_out: bool = False):
+    """[CONV2D `expansion` x `expansion` from `expand_from` channels (padded to keep the size,
+    its bias) -> CLAMP to [0, 6], where expand_from is given; its result also a graph output
+    with `also_out`] -> DEPTHWISE_CONV2D (`kernel`, padded by one, its bias) [-> CLAMP to
+    [0, 6]] -> CONV2D of `pointwise` x `pointwise` to `columns` (its bias) -> `after`: "clamp",
+    "add" (a residual ADD of an input), "add-x" (of the block's input), "add-made-after" (of
+    one made after the depthwise layer) or nothing."""
     g, rng = case.graph, np.random.default_rng(channels + columns)
-    x = case.input(F32, (images, *size, channels))
     zero = np.zeros(1, F32)
+    x = block = case.input(F32, (images, *size, expand_from or channels))
+    if expand_from:
+        pad = (expansion - 1) // 2
+        x = g.op("CONV2D", input=x,
+                 weight=rng.standard_normal((channels, expansion, expansion, expand_from)).astype(F32),
+                 bias=rng.standard_normal(channels).astype(F32), input_zp=zero, weight_zp=zero,
+                 pad=np.full(4, pad, np.int32), stride=np.ones(2, np.int32),
+                 dilation=np.ones(2, np.int32), acc_type="FP32", result=(F32, (images, *size, channels)))
+        x = g.op("CLAMP", input=x, min_val=0.0, max_val=6.0, nan_mode="PROPAGATE",
+                 result=(F32, (images, *size, channels)))
+        if also_out:
+            g.output(x)
     inner = channels * multiplier
     rows, cols = ((n + 2 - dilation * (kernel - 1) - 1) // stride + 1 for n in size)
     h = g.op("DEPTHWISE_CONV2D", input=x,
@@ -424,6 +439,8 @@ def _depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, colum
                     result=(F32, shape))
     if after == "add":
         return g.op("ADD", input1=case.input(F32, shape), input2=y, result=(F32, shape))
+    if after == "add-x":
+        return g.op("ADD", input1=block, input2=y, result=(F32, shape))
     if after == "add-made-after":
         made = g.op("ADD", input1=case.input(F32, shape), input2=_const(1.0, 4), result=(F32, shape))
         return g.op("ADD", input1=y, input2=made, result=(F32, shape))
@@ -464,6 +481,55 @@ def test_other_depthwise_layers_and_convolutions_run_as_two_steps(options, tmp_p
     _agree(case)
 
 
+EXPANDED = ("CONV2D", "CLAMP", "DEPTHWISE_CONV2D", "CLAMP", "CONV2D")
+
+
+@pytest.mark.parametrize("size, channels, columns, options, chain", [
+    ((12, 10), 24, 8, {"after": "add-x"}, (*EXPANDED, "ADD")),
+    ((13, 7), 16, 12, {"stride": 2}, EXPANDED),
+    ((10, 9), 12, 8, {"dilation": 2, "kernel": 2, "after": "clamp"}, (*EXPANDED, "CLAMP")),
+], ids=["mobilenet-block", "stride-2", "dilated-2x2"])
+@pytest.mark.parametrize("bands", ["whole", "two-rows"])
+@pytest.mark.parametrize("halo", ["bands-make-it", "made-whole"])
+def test_an_expansion_depthwise_layer_and_projection_run_as_one_step(size, channels, columns,
+                                                                    options, chain, bands, halo,
+                                                                    tmp_path, monkeypatch):
+    """MobileNetV2's block: each band makes the rows of the expansion its windows read (a row
+    at the edge of two bands made by both), or the expansion is made whole first."""
+    from pyvgf.fast import conv
+
+    monkeypatch.setattr(conv, "HALO_SHARE", 0 if halo == "bands-make-it" else 10**9)
+    if bands == "two-rows":
+        monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels * 4)
+    case = GraphCase(Graph(), description="expansion + depthwise + pointwise")
+    case.graph.output(_depthwise_conv(case, size, channels, columns, expand_from=8, **options))
+    assert _fused(case, tmp_path)[0] == chain
+    _agree(case)
+
+
+@pytest.mark.parametrize("options", [{"also_out": True}, {"expansion": 3}, {"images": 2}],
+                         ids=["expansion-also-an-output", "3x3-expansion", "two-images"])
+def test_other_expansions_run_as_steps_of_their_own(options, tmp_path):
+    case = GraphCase(Graph(), description="conv + depthwise + pointwise")
+    case.graph.output(_depthwise_conv(case, (8, 8), 16, 8, expand_from=8, **options))
+    assert all(chain[0] != "CONV2D" or "DEPTHWISE_CONV2D" not in chain
+               for chain in _fused(case, tmp_path))
+    _agree(case)
+
+
+@pytest.mark.parametrize("halo", [0, 10**9], ids=["bands-make-it", "made-whole"])
+def test_the_halo_rule_takes_bands_where_few_rows_are_made_twice(halo, monkeypatch):
+    """_halo: on two bands, a stride-1 3x3 layer's input of 16 rows or more is made in bands,
+    not one of 15; three bands need 32."""
+    from pyvgf.fast import conv
+
+    assert conv._halo(16, 8, 16, 2) and not conv._halo(15, 8, 15, 2)
+    assert conv._halo(32, 11, 32, 2) and not conv._halo(31, 11, 31, 2)
+    assert conv._halo(20, 20, 20, 2)  # one band makes nothing twice
+    monkeypatch.setattr(conv, "HALO_SHARE", halo)
+    assert conv._halo(7, 4, 7, 2) == (halo == 0)
+
+
 def test_a_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_runs_the_reference_ops(
         tmp_path, monkeypatch):
     from pyvgf.fast import conv
@@ -472,6 +538,16 @@ def test_a_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_runs_the
     case.graph.output(_depthwise_conv(case, (9, 7), 24, 16, after="add"))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
     _meanwhile(conv, "depthwise_gemm_rows", case.random_inputs(3), tmp_path, monkeypatch)
+
+
+def test_an_expanded_depthwise_step_whose_loop_is_not_compiled_yet_runs_the_reference_ops(
+        tmp_path, monkeypatch):
+    from pyvgf.fast import conv
+
+    case = GraphCase(Graph(), description="expansion + depthwise + pointwise + residual")
+    case.graph.output(_depthwise_conv(case, (9, 7), 24, 8, expand_from=8, after="add-x"))
+    (tmp_path / "case.vgf").write_bytes(case.to_vgf())
+    _meanwhile(conv, "expanded_gemm_rows", case.random_inputs(3), tmp_path, monkeypatch)
 
 
 def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, columns: int, *,

@@ -450,6 +450,68 @@ def _depthwise_gemm_band(x: np.ndarray, zero_point: float, w: np.ndarray, pad_to
             _add_row(part[i], added[i])
 
 
+@_RowLoop
+def expanded_gemm_rows(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point: float,
+                       w: np.ndarray, pad_top: int, pad_left: int, stride_y: int,
+                       stride_x: int, dilation_y: int, dilation_x: int, first: tuple,
+                       matrix: np.ndarray, then: tuple, residual: np.ndarray, out: np.ndarray,
+                       band: int, halo: bool) -> None:
+    """depthwise_gemm_rows of the 1x1 convolution of x [1, H, W, IC] by `expand` [IC, C],
+    finished as `widened` says (bias, low, high, nan_to_low): MobileNetV2's expansion,
+    depthwise layer and projection in one call. With `halo`, each band makes the rows of the
+    expansion that its windows read into a block of its own (_expanded_band; a row at the
+    edge of two bands is made by both), so that the expansion is never whole either; else
+    the expansion is made whole first, in as many blocks of rows as there are bands, then the
+    bands as depthwise_gemm_rows makes them."""
+    rows, height = out.shape[1], x.shape[1]
+    bands = -(-rows // band)
+    if halo:
+        for k in prange(bands):
+            _expanded_band(x, expand, widened, zero_point, w, pad_top, pad_left, stride_y,
+                           stride_x, dilation_y, dilation_x, first, matrix, then, residual, out,
+                           k * band, min(rows, k * band + band))
+        return
+    made = np.empty((1, height, x.shape[2], expand.shape[1]), x.dtype)
+    step = -(-height // bands)
+    for k in prange(bands):
+        start, end = min(height, k * step), min(height, k * step + step)
+        _widen(x, expand, widened, made[0, start:end].reshape(-1, expand.shape[1]), start, end)
+    for k in prange(bands):
+        _depthwise_gemm_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
+                             dilation_y, dilation_x, first, matrix, then, residual, out, 0,
+                             k * band, min(rows, k * band + band))
+
+
+@_serial
+def _expanded_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point: float,
+                   w: np.ndarray, pad_top: int, pad_left: int, stride_y: int, stride_x: int,
+                   dilation_y: int, dilation_x: int, first: tuple, matrix: np.ndarray,
+                   then: tuple, residual: np.ndarray, out: np.ndarray, top: int,
+                   stop: int) -> None:
+    """Output rows top..stop of expanded_gemm_rows with `halo`: the rows of the expansion
+    that their windows read (the rest of each window being padding) made into a block, then
+    the band of depthwise_gemm_rows from that block, whose row 0 is the expansion's row
+    `start` (called, not inlined, as _depthwise_gemm_band)."""
+    reach = (w.shape[0] - 1) * dilation_y + 1
+    start = max(0, top * stride_y - pad_top)
+    end = min(x.shape[1], (stop - 1) * stride_y - pad_top + reach)
+    made = np.empty((1, end - start, x.shape[2], expand.shape[1]), x.dtype)
+    _widen(x, expand, widened, made.reshape(-1, expand.shape[1]), start, end)
+    _depthwise_gemm_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
+                         dilation_y, dilation_x, first, matrix, then, residual, out, 0, top,
+                         stop)
+
+
+@_inlined
+def _widen(x: np.ndarray, expand: np.ndarray, widened: tuple, block: np.ndarray, start: int,
+           end: int) -> None:
+    """block [(end - start) * W, C] = rows start..end of x [1, H, W, IC] times expand, each
+    finished as `widened` says."""
+    _gemm(x[0, start:end].reshape(-1, x.shape[3]), expand, block)
+    for i in range(block.shape[0]):
+        _bias_clamp_row(block[i], widened[0], widened[1], widened[2], widened[3])
+
+
 @_serial
 def rescale_rows(x: np.ndarray, offset: np.ndarray, wrap_bits: int, multiplier: np.ndarray,
                  shift: np.ndarray, double_round: bool, output_zp: int, low: int, high: int,

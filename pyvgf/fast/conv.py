@@ -42,6 +42,7 @@ from .compiled import (
     depthwise_gemm_rows_vnni,
     depthwise_rows,
     depthwise_rows_rescaled,
+    expanded_gemm_rows,
 )
 from .kernels import (
     F32,
@@ -538,11 +539,19 @@ class DepthwiseConv:
     """DEPTHWISE_CONV2D (multiplier 1), its bias and `first` CLAMP, then a 1x1 CONV2D of
     stride 1 without padding, its bias and `then` CLAMP, + a residual where given: fp32, one
     image, as one compiled call (compiled.depthwise_gemm_rows), each band of depthwise rows
-    multiplied while in cache. The weights are worked out as the two ops' own forms do
-    (_Depthwise, _Conv); made at a step's first run."""
+    multiplied while in cache. With `expand` (a 1x1 CONV2D as the second, and its CLAMP), the
+    depthwise layer's input is that convolution of the input (compiled.expanded_gemm_rows,
+    _halo). The weights are worked out as the ops' own forms do (_Depthwise, _Conv); made at
+    a step's first run; `shape` is the input's."""
 
     def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: Bounds,
-                 conv: dict[str, np.ndarray], then: Bounds):
+                 conv: dict[str, np.ndarray], then: Bounds,
+                 expand: tuple[dict[str, np.ndarray], Bounds] | None = None):
+        self.expand = None
+        if expand is not None:
+            widen = _Conv(shape, F32, epilogue=None, **expand[0])
+            self.expand = (widen.wmat, (widen.how.finish[0], *expand[1]))  # type: ignore[index]
+            shape = (*shape[:-1], widen.oc)
         window = _Depthwise(shape, F32, epilogue=None, **depthwise)
         middle = (shape[0], *window.out_size, window.channels)
         product = _Conv(middle, F32, epilogue=None, **conv)
@@ -551,14 +560,37 @@ class DepthwiseConv:
         self.then = (product.how.finish[0], *then)  # type: ignore[index]
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * 4))
+        self.reach = (shape[1], (depthwise["weight"].shape[0] - 1) * int(depthwise["dilation"][0])
+                      + 1 - int(depthwise["stride"][0]))
+        """The depthwise layer's input rows, and how many of them two bands beside each
+        other both read (_halo)."""
 
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, F32)
-        depthwise_gemm_rows(np.ascontiguousarray(input), *self.window, self.first, self.matrix,
-                            self.then, _NO_RESIDUAL if residual is None else
-                            np.ascontiguousarray(residual, F32), out,
-                            _band(self.shape[1], self.band_rows))
+        x = np.ascontiguousarray(input)
+        added = _NO_RESIDUAL if residual is None else np.ascontiguousarray(residual, F32)
+        band = _band(self.shape[1], self.band_rows)
+        if self.expand is None:
+            depthwise_gemm_rows(x, *self.window, self.first, self.matrix, self.then, added, out,
+                                band)
+        else:
+            expanded_gemm_rows(x, *self.expand, *self.window, self.first, self.matrix,
+                               self.then, added, out, band, _halo(self.shape[1], band,
+                                                                 *self.reach))
         return out
+
+
+HALO_SHARE = 8
+"""A depthwise + 1x1 step with an expansion before it makes the expansion in bands
+(compiled.expanded_gemm_rows's halo) where the rows two bands beside each other both make are
+at most 1/HALO_SHARE of the expansion's rows; else whole, first."""
+
+
+def _halo(rows: int, band: int, height: int, overlap: int) -> bool:
+    """Whether the bands of `band` rows of a result of `rows` make their expansion themselves
+    (HALO_SHARE), the depthwise layer's input of `height` rows, `overlap` of them read by two
+    bands at each edge between bands."""
+    return (-(-rows // band) - 1) * max(0, overlap) * HALO_SHARE <= height
 
 
 _NO_RESIDUAL = np.empty((0, 0, 0, 0), F32)
@@ -628,10 +660,8 @@ def fusable(input: TensorType, depthwise: dict[str, np.ndarray],
     input's type. fp32: no zero points at all. int8: sums that int32 holds, the 1x1 input
     channels in fours, on a CPU with VNNI (compiled.VNNI; kernels.int8_gemm)."""
     dtype, weight, pointwise = np.dtype(input.dtype), depthwise["weight"], conv["weight"]
-    if not (input.shape[0] == 1 and weight.dtype == dtype == pointwise.dtype
-            and weight.ndim == pointwise.ndim == 4 and weight.shape[3] == 1
-            and pointwise.shape[1:3] == (1, 1) and not np.any(conv["pad"])
-            and all(int(v) == 1 for v in conv["stride"]) and not np.any(conv["weight_zp"])):
+    if not (input.shape[0] == 1 and weight.dtype == dtype and weight.ndim == 4
+            and weight.shape[3] == 1 and _unit(conv, dtype)):
         return False
     if dtype == F32:
         return not (np.any(depthwise["input_zp"]) or np.any(depthwise["weight_zp"])
@@ -639,6 +669,22 @@ def fusable(input: TensorType, depthwise: dict[str, np.ndarray],
     kh, kw = weight.shape[:2]
     return (dtype == I8 and compiled.VNNI and kh * kw * 255 * 255 < 1 << 31
             and pointwise.shape[3] % 4 == 0 and pointwise.shape[3] * 255 * 128 < 1 << 31)
+
+
+def expandable(input: TensorType, conv: dict[str, np.ndarray]) -> bool:
+    """Whether DepthwiseConv takes a CONV2D of `input` as its `expand`, by its known operands:
+    fp32, one image, a 1x1 weight of stride 1 without padding or zero points."""
+    return (input.shape[0] == 1 and np.dtype(input.dtype) == F32 and _unit(conv, F32)
+            and not np.any(conv["input_zp"]))
+
+
+def _unit(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:
+    """Whether a CONV2D's known operands are a 1x1 weight of `dtype`, of stride 1, without
+    padding or weight zero point."""
+    weight = conv["weight"]
+    return (weight.dtype == dtype and weight.ndim == 4 and weight.shape[1:3] == (1, 1)
+            and not np.any(conv["pad"]) and all(int(v) == 1 for v in conv["stride"])
+            and not np.any(conv["weight_zp"]))
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:

@@ -3,8 +3,9 @@ residual ADD, written as the TOSA operators a framework lowers them to, found am
 steps (`find`) and each run as one compiled loop (compiled.layer_norm_rows, gelu_rows,
 residual_rows; softmax as two, numpy's exp between them) instead of 3-11 passes over the
 tensor; and a float residual ADD after a convolution, or after a MATMUL and its bias, made
-inside the product's loops; and a depthwise convolution with the 1x1 one after it (int8: and
-the quantized residual ADD after those), as one compiled call.
+inside the product's loops; and a depthwise convolution with the 1x1 one after it (fp32: and
+the 1x1 expansion before them; int8: and the quantized residual ADD after them), as one
+compiled call.
 
 A pattern is fused only where its types are the loop's (fp32; for the residual ADD, signed
 integers), its reductions run along the last axis, its constants are scalars or one per
@@ -445,37 +446,84 @@ def _residual_operand(steps: Steps, producer: int, add: tuple[int, str] | None,
     return y
 
 
-def _depthwise_conv(steps: Steps, i: int) -> Found | None:
-    """DEPTHWISE_CONV2D [-> CLAMP] -> CONV2D 1x1 [-> CLAMP, or -> ADD(that, y) as _conv_add
-    takes it], in fp32 (conv.fusable), each intermediate read by the next alone: MobileNet's
-    depthwise layer and the projection after it, as one compiled call (conv.DepthwiseConv)
-    whose depthwise result is made a band of rows at a time and multiplied while in cache,
-    never whole; one step where there were two."""
+class _DepthwiseChain(NamedTuple):
+    """DEPTHWISE_CONV2D [-> CLAMP] -> CONV2D 1x1 [-> CLAMP | -> ADD(that, y)] in fp32, as
+    _depthwise_chain finds it: its steps, the two convolutions' known operands and CLAMPs, y."""
+
+    indices: set[int]
+    depthwise: dict[str, object]
+    first: conv.Bounds
+    product: dict[str, object]
+    then: conv.Bounds
+    y: Slot | None
+
+    def form(self, steps: Steps, i: int, expand: tuple[dict[str, object], conv.Bounds] | None
+             = None) -> Callable[..., np.ndarray]:
+        """The step's function of the input of step i (x) and y where there is one: a
+        conv.DepthwiseConv made at its first run, as conv._prepared makes its forms."""
+        made: list[conv.DepthwiseConv] = []
+        shape = tuple(steps.planned[i].node.operands["input"].type.shape)
+
+        def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+            if not made:
+                made.append(conv.DepthwiseConv(
+                    shape, {k: self.depthwise[k] for k in _CONV_OPERANDS}, self.first,
+                    {k: self.product[k] for k in _CONV_OPERANDS}, self.then,
+                    expand and ({k: expand[0][k] for k in _CONV_OPERANDS}, expand[1])))
+            return made[0](x, y)
+        return depthwise_conv
+
+
+def _depthwise_chain(steps: Steps, i: int, place: int) -> _DepthwiseChain | None:
+    """DEPTHWISE_CONV2D (step i) [-> CLAMP] -> CONV2D 1x1 [-> CLAMP, or -> ADD(that, y) as
+    _conv_add takes it, y made before step `place`], in fp32 (conv.fusable), each
+    intermediate read by the next alone."""
     depthwise = _convolution(steps, i, "DEPTHWISE_CONV2D")
-    x = steps.arg(i, "input")
     first, after = _clamp_bounds(steps, i) if depthwise is not None else (None, i)
     pointwise = steps.then(after, "CONV2D", ("input",)) if depthwise is not None else None
     j = pointwise[0] if pointwise else -1
     product = _convolution(steps, j, "CONV2D") if pointwise else None
-    node = steps.planned[i].node
-    if product is None or not isinstance(x, Slot) or not conv.fusable(
-            node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
+    if product is None or not isinstance(steps.arg(i, "input"), Slot) or not conv.fusable(
+            steps.planned[i].node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
         return None
     then, last = _clamp_bounds(steps, j)
     add = steps.then(j, "ADD") if last == j else None
-    y = _residual_operand(steps, j, add, place=i)
-    indices = sorted({i, after, j, last} | ({add[0]} if y else set()))  # type: ignore[index]
-    made: list[conv.DepthwiseConv] = []
-    shape = tuple(node.operands["input"].type.shape)
+    y = _residual_operand(steps, j, add, place=place)
+    indices = {i, after, j, last} | ({add[0]} if y else set())  # type: ignore[index]
+    return _DepthwiseChain(indices, depthwise, first, product, then, y)  # type: ignore[arg-type]
 
-    def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-        if not made:  # at the first run, as conv._prepared makes its forms
-            made.append(conv.DepthwiseConv(shape, {k: depthwise[k] for k in _CONV_OPERANDS},
-                                           first, {k: product[k] for k in _CONV_OPERANDS}, then))
-        return made[0](x, y)
-    sources = {"input": x} if y is None else {"input": x, "residual": y}
-    return _step("DEPTHWISE_CONV2D + CONV2D", depthwise_conv, steps, indices, sources,
-                 blas=True)
+
+def _depthwise_conv(steps: Steps, i: int) -> Found | None:
+    """_depthwise_chain from step i: MobileNet's depthwise layer and the projection after it,
+    as one compiled call (conv.DepthwiseConv) whose depthwise result is made a band of rows at
+    a time and multiplied while in cache, never whole; one step where there were two."""
+    chain = _depthwise_chain(steps, i, i)
+    if chain is None:
+        return None
+    x = steps.arg(i, "input")
+    sources = {"input": x} if chain.y is None else {"input": x, "residual": chain.y}
+    return _step("DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i), steps, sorted(chain.indices),
+                 sources, blas=True)  # type: ignore[arg-type]
+
+
+def _expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
+    """CONV2D 1x1 (step i, conv.expandable) [-> CLAMP] -> _depthwise_chain, in fp32, each
+    intermediate read by the next alone: MobileNetV2's expansion, depthwise layer and
+    projection as one compiled call (conv.DepthwiseConv's `expand`); one step where there
+    were three."""
+    expansion = _convolution(steps, i, "CONV2D")
+    x = steps.arg(i, "input")
+    if expansion is None or not isinstance(x, Slot) or not conv.expandable(
+            steps.planned[i].node.operands["input"].type, expansion):  # type: ignore[arg-type]
+        return None
+    bounds, after = _clamp_bounds(steps, i)
+    depthwise = steps.then(after, "DEPTHWISE_CONV2D", ("input",))
+    chain = depthwise and _depthwise_chain(steps, depthwise[0], i)
+    if not chain:
+        return None
+    sources = {"input": x} if chain.y is None else {"input": x, "residual": chain.y}
+    return _step("CONV2D + DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i, (expansion, bounds)),
+                 steps, sorted(chain.indices | {i, after}), sources, blas=True)
 
 
 def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
@@ -594,8 +642,8 @@ def _matmul_add(steps: Steps, i: int) -> Found | None:
                  {"A": a, "residual": y}, blas=True)
 
 
-PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _depthwise_conv, _int8_depthwise_conv,
-            _conv_add, _matmul_add)
+PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _expanded_depthwise_conv, _depthwise_conv,
+            _int8_depthwise_conv, _conv_add, _matmul_add)
 """Each pattern's matcher: (steps, the index of its first step's candidate) -> Found or None."""
 
 
