@@ -552,18 +552,31 @@ def test_an_expanded_depthwise_step_whose_loop_is_not_compiled_yet_runs_the_refe
 
 def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, columns: int, *,
                          stride: int = 1, input_zp: int = -7, rounding: str = "SINGLE_ROUND",
-                         also_out: bool = False, residual: str = "", swap: bool = False):
+                         also_out: bool = False, residual: str = "", swap: bool = False,
+                         expand_from: int = 0):
     """An int8 MobileNet block's depthwise layer and projection as TFLite lowers them:
     DEPTHWISE_CONV2D (3x3, padded by one) -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8;
     with `also_out`, the first RESCALE's result is a graph output too; with `residual`, then a
     quantized residual ADD (_added) of y: "int8" (an input, rescaled after the projection, as
     RESCALED_Y's within-int8), "int8-first" (rescaled before the depthwise layer), "int32" (an
-    input not rescaled) or "made-after" (an int8 tensor made after the depthwise layer), the
-    projection the ADD's first operand with `swap`."""
+    input not rescaled), "made-after" (an int8 tensor made after the depthwise layer) or
+    "x" (the block's input, rescaled), the projection the ADD's first operand with `swap`;
+    with `expand_from`, the depthwise layer's input is a CONV2D 1x1 from that many channels
+    and its RESCALE to int8 (with `also_out`, its result is the graph output instead)."""
     g, rng = case.graph, np.random.default_rng(channels * columns)
-    x = case.input(I8, (1, *size, channels))
+    x = block = case.input(I8, (1, *size, expand_from or channels))
     rows, cols = ((n + 2 - 3) // stride + 1 for n in size)
     shape = (1, rows, cols, columns)
+    if expand_from:
+        x = g.op("CONV2D", input=x,
+                 weight=rng.integers(-128, 128, (channels, 1, 1, expand_from)).astype(I8),
+                 bias=rng.integers(-5000, 5000, channels).astype(I32),
+                 input_zp=np.array([3], I8), weight_zp=np.zeros(1, I8), pad=np.zeros(4, np.int32),
+                 stride=np.ones(2, np.int32), dilation=np.ones(2, np.int32), acc_type="INT32",
+                 result=(I32, (1, *size, channels)))
+        x = _rescale(g, x, I8, (1, *size, channels), 36, channels=channels, output_zp=-9)
+        if also_out:
+            g.output(x)
 
     def rescaled(y):
         return _rescale(g, y, I32, shape, RESCALED_Y["rescaled-within-int8"], channels=columns,
@@ -577,7 +590,7 @@ def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, 
              dilation=np.ones(2, np.int32), acc_type="INT32", result=(I32, (1, rows, cols, channels)))
     h = _rescale(g, h, I8, (1, rows, cols, channels), 38, channels=channels, output_zp=-128,
                  rounding=rounding)
-    if also_out:
+    if also_out and not expand_from:
         g.output(h)
     p = g.op("CONV2D", input=h, weight=rng.integers(-128, 128, (columns, 1, 1, channels)).astype(I8),
              bias=rng.integers(-5000, 5000, columns).astype(I32), input_zp=np.array([-128], I8),
@@ -589,6 +602,8 @@ def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, 
                per_channel=True, input_unsigned=False, output_unsigned=False, result=(I8, shape))
     if residual == "int8":
         y = rescaled(case.input(I8, shape))
+    elif residual == "x":
+        y = rescaled(block)
     elif residual == "int32":
         y = case.input(I32, shape, WITHIN_INT8)
     elif residual == "made-after":
@@ -648,6 +663,40 @@ def test_an_int8_depthwise_layer_its_projection_and_residual_add_run_as_one_step
     _agree(case)
 
 
+@pytest.mark.parametrize("size, expand_from, columns, options", [
+    ((12, 10), 16, 16, {"residual": "x"}), ((13, 7), 8, 12, {"stride": 2}),
+    ((9, 9), 12, 12, {"residual": "x", "rounding": "DOUBLE_ROUND", "swap": True})],
+    ids=["mobilenet-block", "stride-2", "double-round"])
+@pytest.mark.parametrize("bands", ["whole", "two-rows"])
+@pytest.mark.parametrize("halo", ["bands-make-it", "made-whole"])
+def test_an_int8_expansion_depthwise_layer_and_projection_run_as_one_step_bit_exact(
+        size, expand_from, columns, options, bands, halo, tmp_path, monkeypatch):
+    from pyvgf.fast import conv
+
+    _vnni()
+    monkeypatch.setattr(conv, "HALO_SHARE", 0 if halo == "bands-make-it" else 10**9)
+    if bands == "two-rows":
+        monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * 32)
+    case = GraphCase(Graph(), description="int8 expansion + depthwise + pointwise")
+    case.graph.output(_int8_depthwise_conv(case, size, 32, columns, expand_from=expand_from,
+                                           **options))
+    [step] = _fused(case, tmp_path)
+    assert step[:3] == ("CONV2D", "RESCALE", "DEPTHWISE_CONV2D")
+    assert len(step) == (10 if "residual" in options else 6)
+    _agree(case)
+
+
+@pytest.mark.parametrize("expand_from, options", [(6, {}), (8, {"also_out": True})],
+                         ids=["input-channels-not-in-fours", "expansion-also-an-output"])
+def test_other_int8_expansions_run_as_steps_of_their_own(expand_from, options, tmp_path):
+    _vnni()
+    case = GraphCase(Graph(), description="int8 conv + depthwise + pointwise")
+    case.graph.output(_int8_depthwise_conv(case, (6, 6), 8, 8, expand_from=expand_from, **options))
+    fused = _fused(case, tmp_path)
+    assert ("CONV2D", "RESCALE") in fused and INT8_BLOCK in fused
+    _agree(case)
+
+
 @pytest.mark.parametrize("residual", ["int32", "made-after"])
 def test_other_int8_residual_adds_stay_steps_of_their_own(residual, tmp_path):
     """An int32 y, or one made after the depthwise layer: the residual ADD is a step of its own
@@ -680,3 +729,14 @@ def test_an_int8_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_ru
     case.graph.output(_int8_depthwise_conv(case, (9, 7), 24, 16, residual="int8-first"))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
     _meanwhile(conv, "depthwise_gemm_rows_vnni", case.random_inputs(3), tmp_path, monkeypatch)
+
+
+def test_an_int8_expanded_step_whose_loop_is_not_compiled_yet_runs_the_reference_ops(
+        tmp_path, monkeypatch):
+    from pyvgf.fast import conv
+
+    _vnni()
+    case = GraphCase(Graph(), description="int8 expansion + depthwise + pointwise + residual")
+    case.graph.output(_int8_depthwise_conv(case, (9, 7), 24, 16, expand_from=16, residual="x"))
+    (tmp_path / "case.vgf").write_bytes(case.to_vgf())
+    _meanwhile(conv, "expanded_gemm_rows_vnni", case.random_inputs(3), tmp_path, monkeypatch)

@@ -492,14 +492,21 @@ def _expanded_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point
     that their windows read (the rest of each window being padding) made into a block, then
     the band of depthwise_gemm_rows from that block, whose row 0 is the expansion's row
     `start` (called, not inlined, as _depthwise_gemm_band)."""
-    reach = (w.shape[0] - 1) * dilation_y + 1
-    start = max(0, top * stride_y - pad_top)
-    end = min(x.shape[1], (stop - 1) * stride_y - pad_top + reach)
+    start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
     made = np.empty((1, end - start, x.shape[2], expand.shape[1]), x.dtype)
     _widen(x, expand, widened, made.reshape(-1, expand.shape[1]), start, end)
     _depthwise_gemm_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
                          dilation_y, dilation_x, first, matrix, then, residual, out, 0, top,
                          stop)
+
+
+@_inlined
+def _band_input(top: int, stop: int, kernel: int, pad_top: int, stride_y: int, dilation_y: int,
+                height: int) -> tuple[int, int]:
+    """The rows start..end of a depthwise layer's input of `height` rows that the windows of
+    its output rows top..stop read (the rest of each window being padding)."""
+    return (max(0, top * stride_y - pad_top),
+            min(height, (stop - 1) * stride_y - pad_top + (kernel - 1) * dilation_y + 1))
 
 
 @_inlined
@@ -923,6 +930,61 @@ def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top:
         y = residual[b, top:stop].reshape(-1, columns)
         for i in range(part.shape[0]):
             _quantized_add_row(y[i], part[i], y_scale, x_scale, out_scale, part[i])
+
+
+@_RowLoop
+def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
+                            zero_point: int, w: np.ndarray, pad_top: int, pad_left: int,
+                            stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
+                            first: tuple, packed: np.ndarray, then: tuple, residual: np.ndarray,
+                            y_scale: tuple, x_scale: tuple, out_scale: tuple, out: np.ndarray,
+                            band: int, halo: bool) -> None:
+    """expanded_gemm_rows for int8: depthwise_gemm_rows_vnni of the 1x1 convolution of x
+    [1, H, W, IC] by the weight `expand` was packed from (_int8_products), rescaled to int8
+    by `widened` (a kernels.Rescale) as gemm_rows_vnni makes it, in bands that make the rows
+    of it their windows read with `halo`, else after it is made whole (bit-exact). Its
+    channels are as many as `first`'s vectors have entries (w's rows may be tiled)."""
+    rows, height, channels = out.shape[1], x.shape[1], first[0].shape[0]
+    bands = -(-rows // band)
+    if halo:
+        for k in prange(bands):
+            _expanded_vnni_band(x, expand, widened, zero_point, w, pad_top, pad_left, stride_y,
+                                stride_x, dilation_y, dilation_x, first, packed, then, residual,
+                                y_scale, x_scale, out_scale, out, k * band,
+                                min(rows, k * band + band))
+        return
+    made = np.empty((1, height, x.shape[2], channels), np.int8)
+    pixels, block = x[0].reshape(-1, x.shape[3]), made.reshape(-1, channels)
+    step = -(-height // bands) * x.shape[2]
+    for k in prange(bands):
+        _vnni_rows_rescaled(pixels, min(block.shape[0], k * step),
+                            min(block.shape[0], k * step + step), expand, widened[0],
+                            widened[1], widened[2], widened[3], widened[4], widened[5],
+                            widened[6], block)
+    for k in prange(bands):
+        _depthwise_vnni_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
+                             dilation_y, dilation_x, first, packed, then, residual, y_scale,
+                             x_scale, out_scale, out, 0, k * band, min(rows, k * band + band))
+
+
+@_serial
+def _expanded_vnni_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point: int,
+                        w: np.ndarray, pad_top: int, pad_left: int, stride_y: int,
+                        stride_x: int, dilation_y: int, dilation_x: int, first: tuple,
+                        packed: np.ndarray, then: tuple, residual: np.ndarray, y_scale: tuple,
+                        x_scale: tuple, out_scale: tuple, out: np.ndarray, top: int,
+                        stop: int) -> None:
+    """Output rows top..stop of expanded_gemm_rows_vnni with `halo`, as _expanded_band makes
+    those of expanded_gemm_rows."""
+    start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
+    made = np.empty((1, end - start, x.shape[2], first[0].shape[0]), np.int8)
+    block = made.reshape(-1, first[0].shape[0])
+    _vnni_rows_rescaled(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand,
+                        widened[0], widened[1], widened[2], widened[3], widened[4], widened[5],
+                        widened[6], block)
+    _depthwise_vnni_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
+                         dilation_y, dilation_x, first, packed, then, residual, y_scale,
+                         x_scale, out_scale, out, 0, top, stop)
 
 
 @_threaded

@@ -43,6 +43,7 @@ from .compiled import (
     depthwise_rows,
     depthwise_rows_rescaled,
     expanded_gemm_rows,
+    expanded_gemm_rows_vnni,
 )
 from .kernels import (
     F32,
@@ -560,10 +561,7 @@ class DepthwiseConv:
         self.then = (product.how.finish[0], *then)  # type: ignore[index]
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * 4))
-        self.reach = (shape[1], (depthwise["weight"].shape[0] - 1) * int(depthwise["dilation"][0])
-                      + 1 - int(depthwise["stride"][0]))
-        """The depthwise layer's input rows, and how many of them two bands beside each
-        other both read (_halo)."""
+        self.reach = _reach(shape, depthwise)
 
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, F32)
@@ -586,6 +584,13 @@ HALO_SHARE = 8
 at most 1/HALO_SHARE of the expansion's rows; else whole, first."""
 
 
+def _reach(shape: tuple[int, ...], depthwise: dict[str, np.ndarray]) -> tuple[int, int]:
+    """A depthwise layer's input rows (of its input's `shape`) and how many of them two
+    bands of its output rows beside each other both read (_halo)."""
+    stride, dilation = (int(np.asarray(depthwise[k]).reshape(-1)[0]) for k in ("stride", "dilation"))
+    return shape[1], (depthwise["weight"].shape[0] - 1) * dilation + 1 - stride
+
+
 def _halo(rows: int, band: int, height: int, overlap: int) -> bool:
     """Whether the bands of `band` rows of a result of `rows` make their expansion themselves
     (HALO_SHARE), the depthwise layer's input of `height` rows, `overlap` of them read by two
@@ -602,11 +607,21 @@ class DepthwiseConvInt8:
     without padding whose products VNNI makes, and its RESCALE to int8 (`then`), + a
     residual where given, added as a quantized residual ADD (`added`: its RESCALEs of the
     residual, of the projection and of the sum, as compiled.residual_rows takes them, one
-    entry per channel), as one compiled call (compiled.depthwise_gemm_rows_vnni), bit-exact."""
+    entry per channel), as one compiled call (compiled.depthwise_gemm_rows_vnni), bit-exact.
+    With `expand` (a 1x1 CONV2D as the second, and its RESCALE's form), the depthwise layer's
+    input is that convolution of the input (compiled.expanded_gemm_rows_vnni, _halo)."""
 
     def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: object,
                  conv: dict[str, np.ndarray], then: object,
-                 added: tuple[Rescale, Rescale, Rescale] | None = None):
+                 added: tuple[Rescale, Rescale, Rescale] | None = None,
+                 expand: tuple[dict[str, np.ndarray], object] | None = None):
+        self.expand = None
+        if expand is not None:
+            widen = _Conv(shape, I8, epilogue=_Rescaled(expand[1]), **expand[0])
+            if widen.int8 is None or widen.int8[0].dtype != I32:
+                raise TosaError("expansion + depthwise + 1x1 int8 step: its expansion's form "
+                                "does not take these operands")
+            self.expand, shape = widen.int8, (*shape[:-1], widen.oc)
         window = _Depthwise(shape, I8, epilogue=_Rescaled(first), **depthwise)
         middle = (shape[0], *window.out_size, window.channels)
         product = _Conv(middle, I8, epilogue=_Rescaled(then), **conv)
@@ -617,13 +632,20 @@ class DepthwiseConvInt8:
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3]))
         self.added = added or _NOT_ADDED
+        self.reach = _reach(shape, depthwise)
 
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, I8)
-        depthwise_gemm_rows_vnni(np.ascontiguousarray(input), *self.window, self.first,
-                                 self.packed, self.then, _NO_RESIDUAL_I8 if residual is None
-                                 else np.ascontiguousarray(residual), *self.added, out,
-                                 _band(self.shape[1], self.band_rows))
+        x = np.ascontiguousarray(input)
+        added = _NO_RESIDUAL_I8 if residual is None else np.ascontiguousarray(residual)
+        band = _band(self.shape[1], self.band_rows)
+        if self.expand is None:
+            depthwise_gemm_rows_vnni(x, *self.window, self.first, self.packed, self.then, added,
+                                     *self.added, out, band)
+        else:
+            expanded_gemm_rows_vnni(x, *self.expand, *self.window, self.first, self.packed,
+                                    self.then, added, *self.added, out, band,
+                                    _halo(self.shape[1], band, *self.reach))
         return out
 
 
@@ -659,7 +681,7 @@ def fusable(input: TensorType, depthwise: dict[str, np.ndarray],
     multiplier 1, a 1x1 weight of stride 1 without padding or weight zero point, both of the
     input's type. fp32: no zero points at all. int8: sums that int32 holds, the 1x1 input
     channels in fours, on a CPU with VNNI (compiled.VNNI; kernels.int8_gemm)."""
-    dtype, weight, pointwise = np.dtype(input.dtype), depthwise["weight"], conv["weight"]
+    dtype, weight = np.dtype(input.dtype), depthwise["weight"]
     if not (input.shape[0] == 1 and weight.dtype == dtype and weight.ndim == 4
             and weight.shape[3] == 1 and _unit(conv, dtype)):
         return False
@@ -667,15 +689,25 @@ def fusable(input: TensorType, depthwise: dict[str, np.ndarray],
         return not (np.any(depthwise["input_zp"]) or np.any(depthwise["weight_zp"])
                     or np.any(conv["input_zp"]))
     kh, kw = weight.shape[:2]
-    return (dtype == I8 and compiled.VNNI and kh * kw * 255 * 255 < 1 << 31
-            and pointwise.shape[3] % 4 == 0 and pointwise.shape[3] * 255 * 128 < 1 << 31)
+    return dtype == I8 and kh * kw * 255 * 255 < 1 << 31 and _vnni(conv)
 
 
 def expandable(input: TensorType, conv: dict[str, np.ndarray]) -> bool:
-    """Whether DepthwiseConv takes a CONV2D of `input` as its `expand`, by its known operands:
-    fp32, one image, a 1x1 weight of stride 1 without padding or zero points."""
-    return (input.shape[0] == 1 and np.dtype(input.dtype) == F32 and _unit(conv, F32)
-            and not np.any(conv["input_zp"]))
+    """Whether DepthwiseConv (fp32) or DepthwiseConvInt8 (int8) takes a CONV2D of `input` as
+    its `expand`, by its known operands: one image, a 1x1 weight of the input's type, of
+    stride 1, without padding or weight zero point. fp32: no input zero point. int8: as
+    fusable's 1x1 convolution."""
+    dtype = np.dtype(input.dtype)
+    if not (input.shape[0] == 1 and _unit(conv, dtype)):
+        return False
+    return not np.any(conv["input_zp"]) if dtype == F32 else dtype == I8 and _vnni(conv)
+
+
+def _vnni(conv: dict[str, np.ndarray]) -> bool:
+    """Whether an int8 1x1 CONV2D's products are VNNI's (compiled.VNNI; kernels.int8_gemm):
+    its input channels in fours, its sums held by int32."""
+    channels = conv["weight"].shape[3]
+    return compiled.VNNI and channels % 4 == 0 and channels * 255 * 128 < 1 << 31
 
 
 def _unit(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:

@@ -3,9 +3,9 @@ residual ADD, written as the TOSA operators a framework lowers them to, found am
 steps (`find`) and each run as one compiled loop (compiled.layer_norm_rows, gelu_rows,
 residual_rows; softmax as two, numpy's exp between them) instead of 3-11 passes over the
 tensor; and a float residual ADD after a convolution, or after a MATMUL and its bias, made
-inside the product's loops; and a depthwise convolution with the 1x1 one after it (fp32: and
-the 1x1 expansion before them; int8: and the quantized residual ADD after them), as one
-compiled call.
+inside the product's loops; and a depthwise convolution with the 1x1 one after it, the 1x1
+expansion before them (int8: and the quantized residual ADD after them), as one compiled
+call.
 
 A pattern is fused only where its types are the loop's (fp32; for the residual ADD, signed
 integers), its reductions run along the last axis, its constants are scalars or one per
@@ -523,38 +523,86 @@ def _expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
         return None
     sources = {"input": x} if chain.y is None else {"input": x, "residual": chain.y}
     return _step("CONV2D + DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i, (expansion, bounds)),
-                 steps, sorted(chain.indices | {i, after}), sources, blas=True)
+                 steps, sorted(chain.indices | {i, after}), sources, at=i, blas=True)
 
 
-def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
-    """DEPTHWISE_CONV2D -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8 [-> a quantized
-    residual ADD as _int8_residual takes it], each read by the next alone, where conv.fusable
-    says: _depthwise_conv's step for int8 models (conv.DepthwiseConvInt8), bit-exact."""
+class _Int8Chain(NamedTuple):
+    """DEPTHWISE_CONV2D -> RESCALE -> CONV2D 1x1 -> RESCALE [-> a quantized residual ADD] in
+    int8, as _int8_chain finds it: its steps, the convolutions' known operands, their
+    RESCALEs' accumulator forms, the residual ADD."""
+
+    indices: set[int]
+    depthwise: dict[str, object]
+    first: object
+    product: dict[str, object]
+    then: object
+    columns: int
+    added: _QuantizedAdd | None
+
+    def form(self, steps: Steps, i: int, expand: tuple[dict[str, object], object] | None = None
+             ) -> Callable[..., np.ndarray]:
+        """As _DepthwiseChain.form, a conv.DepthwiseConvInt8."""
+        made: list[conv.DepthwiseConvInt8] = []
+        shape = tuple(steps.planned[i].node.operands["input"].type.shape)
+
+        def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+            if not made:
+                made.append(conv.DepthwiseConvInt8(
+                    shape, {k: self.depthwise[k] for k in _CONV_OPERANDS}, self.first,
+                    {k: self.product[k] for k in _CONV_OPERANDS}, self.then,
+                    self.added and self.added.rescales(self.columns, 1),
+                    expand and ({k: expand[0][k] for k in _CONV_OPERANDS}, expand[1])))
+            return made[0](x, y)
+        return depthwise_conv
+
+    def sources(self, x: Slot) -> dict[str, Slot]:
+        return {"input": x} if self.added is None else {"input": x, "residual": self.added.y}
+
+
+def _int8_chain(steps: Steps, i: int, place: int) -> _Int8Chain | None:
+    """DEPTHWISE_CONV2D (step i) -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8 [-> a
+    quantized residual ADD as _int8_residual takes it, y made before step `place`], each read
+    by the next alone, where conv.fusable says."""
     depthwise = _convolution(steps, i, "DEPTHWISE_CONV2D", I32)
-    x = steps.arg(i, "input")
     first = _int8_rescale(steps, i) if depthwise is not None else None
     pointwise = steps.then(first[1], "CONV2D", ("input",)) if first else None
     product = _convolution(steps, pointwise[0], "CONV2D", I32) if pointwise else None
     then = _int8_rescale(steps, pointwise[0]) if product is not None else None  # type: ignore[index]
-    node = steps.planned[i].node
-    if then is None or not isinstance(x, Slot) or not conv.fusable(
-            node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
+    if then is None or not isinstance(steps.arg(i, "input"), Slot) or not conv.fusable(
+            steps.planned[i].node.operands["input"].type, depthwise, product):  # type: ignore[arg-type]
         return None
-    added = _int8_residual(steps, then[1], i)
-    made: list[conv.DepthwiseConvInt8] = []
-    shape = tuple(node.operands["input"].type.shape)
-
-    def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-        if not made:  # at the first run, as conv._prepared makes its forms
-            made.append(conv.DepthwiseConvInt8(
-                shape, {k: depthwise[k] for k in _CONV_OPERANDS}, first[0],  # type: ignore[index]
-                {k: product[k] for k in _CONV_OPERANDS}, then[0],  # type: ignore[index]
-                added and added.rescales(steps.shape(then[1])[-1], 1)))  # type: ignore[index]
-        return made[0](x, y)
+    added = _int8_residual(steps, then[1], place)
     indices = {i, first[1], pointwise[0], then[1], *(added.indices if added else ())}  # type: ignore[index]
-    sources = {"input": x} if added is None else {"input": x, "residual": added.y}
-    return _step("DEPTHWISE_CONV2D + CONV2D", depthwise_conv, steps, sorted(indices), sources,
-                 at=i, blas=True)
+    return _Int8Chain(indices, depthwise, first[0], product, then[0],  # type: ignore[arg-type, index]
+                      steps.shape(then[1])[-1], added)
+
+
+def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
+    """_int8_chain from step i: _depthwise_conv's step for int8 models
+    (conv.DepthwiseConvInt8), bit-exact."""
+    chain = _int8_chain(steps, i, i)
+    if chain is None:
+        return None
+    return _step("DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i), steps, sorted(chain.indices),
+                 chain.sources(steps.arg(i, "input")), at=i, blas=True)  # type: ignore[arg-type]
+
+
+def _int8_expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
+    """CONV2D 1x1 (step i, conv.expandable) -> RESCALE to int8 -> _int8_chain, each read by the
+    next alone: _expanded_depthwise_conv's step for int8 models, bit-exact."""
+    expansion = _convolution(steps, i, "CONV2D", I32)
+    x = steps.arg(i, "input")
+    if expansion is None or not isinstance(x, Slot) or not conv.expandable(
+            steps.planned[i].node.operands["input"].type, expansion):  # type: ignore[arg-type]
+        return None
+    rescale = _int8_rescale(steps, i)
+    depthwise = steps.then(rescale[1], "DEPTHWISE_CONV2D", ("input",)) if rescale else None
+    chain = depthwise and _int8_chain(steps, depthwise[0], i)
+    if not chain:
+        return None
+    return _step("CONV2D + DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i, (expansion, rescale[0])),  # type: ignore[index]
+                 steps, sorted(chain.indices | {i, rescale[1]}), chain.sources(x), at=i,  # type: ignore[index]
+                 blas=True)
 
 
 def _int8_residual(steps: Steps, producer: int, place: int) -> _QuantizedAdd | None:
@@ -643,7 +691,7 @@ def _matmul_add(steps: Steps, i: int) -> Found | None:
 
 
 PATTERNS = (_softmax, _layer_norm, _gelu, _residual, _expanded_depthwise_conv, _depthwise_conv,
-            _int8_depthwise_conv, _conv_add, _matmul_add)
+            _int8_expanded_depthwise_conv, _int8_depthwise_conv, _conv_add, _matmul_add)
 """Each pattern's matcher: (steps, the index of its first step's candidate) -> Found or None."""
 
 
