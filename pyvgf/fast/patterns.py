@@ -459,19 +459,11 @@ class _DepthwiseChain(NamedTuple):
 
     def form(self, steps: Steps, i: int, expand: tuple[dict[str, object], conv.Bounds] | None
              = None) -> Callable[..., np.ndarray]:
-        """The step's function of the input of step i (x) and y where there is one: a
-        conv.DepthwiseConv made at its first run, as conv._prepared makes its forms."""
-        made: list[conv.DepthwiseConv] = []
+        """The step's function of the input of step i and y: a conv.DepthwiseConv."""
         shape = tuple(steps.planned[i].node.operands["input"].type.shape)
-
-        def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-            if not made:
-                made.append(conv.DepthwiseConv(
-                    shape, {k: self.depthwise[k] for k in _CONV_OPERANDS}, self.first,
-                    {k: self.product[k] for k in _CONV_OPERANDS}, self.then,
-                    expand and ({k: expand[0][k] for k in _CONV_OPERANDS}, expand[1])))
-            return made[0](x, y)
-        return depthwise_conv
+        return _made_at_first_run(lambda: conv.DepthwiseConv(
+            shape, _operands(self.depthwise), self.first, _operands(self.product), self.then,
+            expand and (_operands(expand[0]), expand[1])))
 
 
 def _depthwise_chain(steps: Steps, i: int, place: int) -> _DepthwiseChain | None:
@@ -500,10 +492,8 @@ def _depthwise_conv(steps: Steps, i: int) -> Found | None:
     chain = _depthwise_chain(steps, i, i)
     if chain is None:
         return None
-    x = steps.arg(i, "input")
-    sources = {"input": x} if chain.y is None else {"input": x, "residual": chain.y}
     return _step("DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i), steps, sorted(chain.indices),
-                 sources, blas=True)  # type: ignore[arg-type]
+                 _sources(steps.arg(i, "input"), chain.y), blas=True)  # type: ignore[arg-type]
 
 
 def _expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
@@ -521,9 +511,8 @@ def _expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
     chain = depthwise and _depthwise_chain(steps, depthwise[0], i)
     if not chain:
         return None
-    sources = {"input": x} if chain.y is None else {"input": x, "residual": chain.y}
     return _step("CONV2D + DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i, (expansion, bounds)),
-                 steps, sorted(chain.indices | {i, after}), sources, at=i, blas=True)
+                 steps, sorted(chain.indices | {i, after}), _sources(x, chain.y), at=i, blas=True)
 
 
 class _Int8Chain(NamedTuple):
@@ -542,21 +531,37 @@ class _Int8Chain(NamedTuple):
     def form(self, steps: Steps, i: int, expand: tuple[dict[str, object], object] | None = None
              ) -> Callable[..., np.ndarray]:
         """As _DepthwiseChain.form, a conv.DepthwiseConvInt8."""
-        made: list[conv.DepthwiseConvInt8] = []
         shape = tuple(steps.planned[i].node.operands["input"].type.shape)
+        return _made_at_first_run(lambda: conv.DepthwiseConvInt8(
+            shape, _operands(self.depthwise), self.first, _operands(self.product), self.then,
+            self.added and self.added.rescales(self.columns, 1),
+            expand and (_operands(expand[0]), expand[1])))
 
-        def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-            if not made:
-                made.append(conv.DepthwiseConvInt8(
-                    shape, {k: self.depthwise[k] for k in _CONV_OPERANDS}, self.first,
-                    {k: self.product[k] for k in _CONV_OPERANDS}, self.then,
-                    self.added and self.added.rescales(self.columns, 1),
-                    expand and ({k: expand[0][k] for k in _CONV_OPERANDS}, expand[1])))
-            return made[0](x, y)
-        return depthwise_conv
+    @property
+    def y(self) -> Slot | None:
+        return None if self.added is None else self.added.y
 
-    def sources(self, x: Slot) -> dict[str, Slot]:
-        return {"input": x} if self.added is None else {"input": x, "residual": self.added.y}
+
+def _made_at_first_run(make: Callable[[], Callable[..., np.ndarray]]) -> Callable[..., np.ndarray]:
+    """A depthwise + 1x1 step's function of x and y (None: no residual), its form made by
+    make() at its first run, as conv._prepared makes its forms."""
+    made: list[Callable[..., np.ndarray]] = []
+
+    def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
+        if not made:
+            made.append(make())
+        return made[0](x, y)
+    return depthwise_conv
+
+
+def _operands(known: dict[str, object]) -> dict[str, object]:
+    """A convolution's known operands that its forms take (_CONV_OPERANDS)."""
+    return {k: known[k] for k in _CONV_OPERANDS}
+
+
+def _sources(x: Slot, y: Slot | None) -> dict[str, Slot]:
+    """A depthwise + 1x1 step's run-time operands, by the names its function takes."""
+    return {"input": x} if y is None else {"input": x, "residual": y}
 
 
 def _int8_chain(steps: Steps, i: int, place: int) -> _Int8Chain | None:
@@ -584,7 +589,7 @@ def _int8_depthwise_conv(steps: Steps, i: int) -> Found | None:
     if chain is None:
         return None
     return _step("DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i), steps, sorted(chain.indices),
-                 chain.sources(steps.arg(i, "input")), at=i, blas=True)  # type: ignore[arg-type]
+                 _sources(steps.arg(i, "input"), chain.y), at=i, blas=True)  # type: ignore[arg-type]
 
 
 def _int8_expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
@@ -601,7 +606,7 @@ def _int8_expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
     if not chain:
         return None
     return _step("CONV2D + DEPTHWISE_CONV2D + CONV2D", chain.form(steps, i, (expansion, rescale[0])),  # type: ignore[index]
-                 steps, sorted(chain.indices | {i, rescale[1]}), chain.sources(x), at=i,  # type: ignore[index]
+                 steps, sorted(chain.indices | {i, rescale[1]}), _sources(x, chain.y), at=i,  # type: ignore[index]
                  blas=True)
 
 
