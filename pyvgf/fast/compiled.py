@@ -957,10 +957,8 @@ def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
     pixels, block = x[0].reshape(-1, x.shape[3]), made.reshape(-1, channels)
     step = -(-height // bands) * x.shape[2]
     for k in prange(bands):
-        _vnni_rows_rescaled(pixels, min(block.shape[0], k * step),
-                            min(block.shape[0], k * step + step), expand, widened[0],
-                            widened[1], widened[2], widened[3], widened[4], widened[5],
-                            widened[6], block)
+        _widen_vnni(pixels, min(block.shape[0], k * step), min(block.shape[0], k * step + step),
+                    expand, widened, block)
     for k in prange(bands):
         _depthwise_vnni_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
                              dilation_y, dilation_x, first, packed, then, residual, y_scale,
@@ -979,12 +977,21 @@ def _expanded_vnni_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_
     start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
     made = np.empty((1, end - start, x.shape[2], first[0].shape[0]), np.int8)
     block = made.reshape(-1, first[0].shape[0])
-    _vnni_rows_rescaled(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand,
-                        widened[0], widened[1], widened[2], widened[3], widened[4], widened[5],
-                        widened[6], block)
+    _widen_vnni(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand, widened,
+                block)
     _depthwise_vnni_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
                          dilation_y, dilation_x, first, packed, then, residual, y_scale,
                          x_scale, out_scale, out, 0, top, stop)
+
+
+@_serial
+def _widen_vnni(x: np.ndarray, first: int, stop: int, expand: np.ndarray, widened: tuple,
+                out: np.ndarray) -> None:
+    """_vnni_rows_rescaled by the expansion's weight and `widened` (a kernels.Rescale): called,
+    not inlined, by both forms of expanded_gemm_rows_vnni and by _expanded_vnni_band, so that
+    its VNNI tiles are compiled once."""
+    _vnni_rows_rescaled(x, first, stop, expand, widened[0], widened[1], widened[2], widened[3],
+                        widened[4], widened[5], widened[6], out)
 
 
 @_threaded
