@@ -243,6 +243,15 @@ RESCALED_Y = {"rescaled-within-int8": 21, "rescaled-saturating-int32": 6}
 """y as an int8 tensor, rescaled to int32 by about 2**(30 - shift) for these shifts: its
 +-2**16 reaching most of int8 at the end; or saturating int32, sums wrapping."""
 
+TWICE = "rescaled-twice"
+"""y as an int8 tensor rescaled to int32 by about 2**20, then int32 to int32 by about 2**-11
+(TFLite's lowering: Arm's real models): about RESCALED_Y's within-int8."""
+
+
+def _rescaled_twice(g: Graph, y, shape, channels: int | None):
+    return _rescale(g, _rescale(g, y, I32, shape, 10, channels=channels, input_zp=7), I32, shape,
+                    41, channels=channels)
+
 
 def _residual(case: GraphCase, shape, *, per_channel: bool, rounding: str = "SINGLE_ROUND",
               y: Domain | str = WITHIN_INT8):
@@ -251,7 +260,9 @@ def _residual(case: GraphCase, shape, *, per_channel: bool, rounding: str = "SIN
     tensor of a Domain, or an int8 one rescaled as RESCALED_Y says (less its zero point 7)."""
     g = case.graph
     channels = shape[-1] if per_channel else None
-    if isinstance(y, str):
+    if y == TWICE:
+        y_value = _rescaled_twice(g, case.input(I8, shape), shape, channels)
+    elif isinstance(y, str):
         y_value = _rescale(g, case.input(I8, shape), I32, shape, RESCALED_Y[y], channels=channels,
                            input_zp=7)
     else:
@@ -269,8 +280,8 @@ def _added(g: Graph, y, x, shape, channels: int | None, rounding: str = "SINGLE_
 
 
 @pytest.mark.parametrize("per_channel", [False, True], ids=["per-tensor", "per-channel"])
-@pytest.mark.parametrize("y", [WITHIN_INT8, Domain(2**31 - 2**11, 2**31 - 1), *RESCALED_Y],
-                         ids=["within-int8", "sums-wrapping-int32", *RESCALED_Y])
+@pytest.mark.parametrize("y", [WITHIN_INT8, Domain(2**31 - 2**11, 2**31 - 1), *RESCALED_Y, TWICE],
+                         ids=["within-int8", "sums-wrapping-int32", *RESCALED_Y, TWICE])
 @pytest.mark.parametrize("rounding", ["SINGLE_ROUND", "DOUBLE_ROUND"])
 def test_a_quantized_residual_add_runs_as_one_step_bit_exact(per_channel, y, rounding, tmp_path):
     """The sum wraps as ADD wraps it: near int32's top, y + x * 2**4 wraps to its bottom and
@@ -279,11 +290,12 @@ def test_a_quantized_residual_add_runs_as_one_step_bit_exact(per_channel, y, rou
     rescaled too, its RESCALE is part of the step."""
     case = GraphCase(Graph(), description="residual add")
     case.graph.output(_residual(case, (1, 6, 5, 12), per_channel=per_channel, y=y, rounding=rounding))
-    rescales = ("RESCALE",) * (3 if isinstance(y, str) else 2)
+    rescales = ("RESCALE",) * (4 if y == TWICE else 3 if isinstance(y, str) else 2)
     assert _fused(case, tmp_path) == [("ADD", *rescales)]
     results = assert_backends_agree(case.to_vgf(), case.random_inputs(7), backends=("reference", "cpu"))
     values = np.unique(results[0])
-    assert len(values) > (100 if y in (WITHIN_INT8, "rescaled-within-int8") else 1)  # neither saturated nor constant
+    wide = y in (WITHIN_INT8, "rescaled-within-int8", TWICE)
+    assert len(values) > (100 if wide else 1)  # neither saturated nor constant
 
 
 def test_a_single_op_whose_loop_is_not_compiled_yet_runs_its_reference(tmp_path, monkeypatch):
@@ -558,7 +570,8 @@ def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, 
     DEPTHWISE_CONV2D (3x3, padded by one) -> RESCALE to int8 -> CONV2D 1x1 -> RESCALE to int8;
     with `also_out`, the first RESCALE's result is a graph output too; with `residual`, then a
     quantized residual ADD (_added) of y: "int8" (an input, rescaled after the projection, as
-    RESCALED_Y's within-int8), "int8-first" (rescaled before the depthwise layer), "int32" (an
+    RESCALED_Y's within-int8), "int8-twice" (rescaled twice, as TWICE says), "int8-first"
+    (rescaled before the depthwise layer), "int32" (an
     input not rescaled), "made-after" (an int8 tensor made after the depthwise layer) or
     "x" (the block's input, rescaled), the projection the ADD's first operand with `swap`;
     with `expand_from`, the depthwise layer's input is a CONV2D 1x1 from that many channels
@@ -602,6 +615,8 @@ def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, 
                per_channel=True, input_unsigned=False, output_unsigned=False, result=(I8, shape))
     if residual == "int8":
         y = rescaled(case.input(I8, shape))
+    elif residual == "int8-twice":
+        y = _rescaled_twice(g, case.input(I8, shape), shape, columns)
     elif residual == "x":
         y = rescaled(block)
     elif residual == "int32":
@@ -642,8 +657,8 @@ INT8_BLOCK = ("DEPTHWISE_CONV2D", "RESCALE", "CONV2D", "RESCALE")
 
 @pytest.mark.parametrize("size, residual, rounding, swap", [
     ((12, 10), "int8", "SINGLE_ROUND", False), ((9, 7), "int8-first", "DOUBLE_ROUND", False),
-    ((7, 7), "int8", "DOUBLE_ROUND", True)],
-    ids=["y-rescaled-after", "y-rescaled-first", "7x7-projection-first"])
+    ((7, 7), "int8", "DOUBLE_ROUND", True), ((8, 9), "int8-twice", "DOUBLE_ROUND", True)],
+    ids=["y-rescaled-after", "y-rescaled-first", "7x7-projection-first", "y-rescaled-twice"])
 @pytest.mark.parametrize("bands", ["whole", "two-rows"])
 def test_an_int8_depthwise_layer_its_projection_and_residual_add_run_as_one_step_bit_exact(
         size, residual, rounding, swap, bands, tmp_path, monkeypatch):
@@ -659,7 +674,8 @@ def test_an_int8_depthwise_layer_its_projection_and_residual_add_run_as_one_step
                                            residual=residual, swap=swap))
     [step] = _fused(case, tmp_path)
     assert step[0] == "DEPTHWISE_CONV2D"
-    assert sorted(step) == sorted((*INT8_BLOCK, "RESCALE", "RESCALE", "ADD", "RESCALE"))
+    twice = ("RESCALE",) if residual == "int8-twice" else ()
+    assert sorted(step) == sorted((*INT8_BLOCK, *twice, "RESCALE", "RESCALE", "ADD", "RESCALE"))
     _agree(case)
 
 

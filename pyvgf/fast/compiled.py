@@ -888,30 +888,34 @@ def _vnni_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
 def depthwise_gemm_rows_vnni(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
                              pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                              dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
-                             residual: np.ndarray, y_scale: tuple, x_scale: tuple,
-                             out_scale: tuple, out: np.ndarray, band: int) -> None:
+                             residual: np.ndarray, y_first: tuple, y_scale: tuple,
+                             x_scale: tuple, out_scale: tuple, out: np.ndarray,
+                             band: int) -> None:
     """depthwise_gemm_rows for int8: the depthwise sums (int32 w) rescaled by `first` (a
     kernels.Rescale) into an int8 block, then its products with a 1x1 convolution's weight
     as vnni_packed made it, rescaled by `then` into out [N, OH, OW, OC], as
     depthwise_rows_rescaled and gemm_rows_vnni make them (bit-exact), in bands of `band`
     rows over numba's threads (_depthwise_vnni_band); only where VNNI says the CPU has it.
     Where `residual` [N, OH, OW, OC] has rows, each row of out then becomes the quantized
-    residual ADD of residual's row and it, as residual_rows makes it (y, x and out there)."""
+    residual ADD of residual's row and it, as residual_rows makes it (y, x and out there,
+    y_first too)."""
     n, rows = out.shape[0], out.shape[1]
     bands = -(-rows // band)
     for j in prange(n * bands):
         b, k = j // bands, j % bands
         _depthwise_vnni_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
-                             dilation_y, dilation_x, first, packed, then, residual, y_scale,
-                             x_scale, out_scale, out, b, k * band, min(rows, k * band + band))
+                             dilation_y, dilation_x, first, packed, then, residual, y_first,
+                             y_scale, x_scale, out_scale, out, b, k * band,
+                             min(rows, k * band + band))
 
 
 @_serial
 def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
                          pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                          dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
-                         residual: np.ndarray, y_scale: tuple, x_scale: tuple,
-                         out_scale: tuple, out: np.ndarray, b: int, top: int, stop: int) -> None:
+                         residual: np.ndarray, y_first: tuple, y_scale: tuple,
+                         x_scale: tuple, out_scale: tuple, out: np.ndarray, b: int, top: int,
+                         stop: int) -> None:
     """Output rows top..stop of image b of depthwise_gemm_rows_vnni (called, not inlined,
     as _depthwise_gemm_band)."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
@@ -929,7 +933,7 @@ def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top:
     if residual.shape[0]:
         y = residual[b, top:stop].reshape(-1, columns)
         for i in range(part.shape[0]):
-            _quantized_add_row(y[i], part[i], y_scale, x_scale, out_scale, part[i])
+            _quantized_add_row(y[i], part[i], y_first, y_scale, x_scale, out_scale, part[i])
 
 
 @_RowLoop
@@ -937,8 +941,8 @@ def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
                             zero_point: int, w: np.ndarray, pad_top: int, pad_left: int,
                             stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
                             first: tuple, packed: np.ndarray, then: tuple, residual: np.ndarray,
-                            y_scale: tuple, x_scale: tuple, out_scale: tuple, out: np.ndarray,
-                            band: int, halo: bool) -> None:
+                            y_first: tuple, y_scale: tuple, x_scale: tuple, out_scale: tuple,
+                            out: np.ndarray, band: int, halo: bool) -> None:
     """expanded_gemm_rows for int8: depthwise_gemm_rows_vnni of the 1x1 convolution of x
     [1, H, W, IC] by the weight `expand` was packed from (_int8_products), rescaled to int8
     by `widened` (a kernels.Rescale) as gemm_rows_vnni makes it, in bands that make the rows
@@ -950,7 +954,7 @@ def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
         for k in prange(bands):
             _expanded_vnni_band(x, expand, widened, zero_point, w, pad_top, pad_left, stride_y,
                                 stride_x, dilation_y, dilation_x, first, packed, then, residual,
-                                y_scale, x_scale, out_scale, out, k * band,
+                                y_first, y_scale, x_scale, out_scale, out, k * band,
                                 min(rows, k * band + band))
         return
     made = np.empty((1, height, x.shape[2], channels), np.int8)
@@ -961,17 +965,18 @@ def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
                     expand, widened, block)
     for k in prange(bands):
         _depthwise_vnni_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
-                             dilation_y, dilation_x, first, packed, then, residual, y_scale,
-                             x_scale, out_scale, out, 0, k * band, min(rows, k * band + band))
+                             dilation_y, dilation_x, first, packed, then, residual, y_first,
+                             y_scale, x_scale, out_scale, out, 0, k * band,
+                             min(rows, k * band + band))
 
 
 @_serial
 def _expanded_vnni_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point: int,
                         w: np.ndarray, pad_top: int, pad_left: int, stride_y: int,
                         stride_x: int, dilation_y: int, dilation_x: int, first: tuple,
-                        packed: np.ndarray, then: tuple, residual: np.ndarray, y_scale: tuple,
-                        x_scale: tuple, out_scale: tuple, out: np.ndarray, top: int,
-                        stop: int) -> None:
+                        packed: np.ndarray, then: tuple, residual: np.ndarray, y_first: tuple,
+                        y_scale: tuple, x_scale: tuple, out_scale: tuple, out: np.ndarray,
+                        top: int, stop: int) -> None:
     """Output rows top..stop of expanded_gemm_rows_vnni with `halo`, as _expanded_band makes
     those of expanded_gemm_rows."""
     start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
@@ -980,8 +985,8 @@ def _expanded_vnni_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_
     _widen_vnni(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand, widened,
                 block)
     _depthwise_vnni_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
-                         dilation_y, dilation_x, first, packed, then, residual, y_scale,
-                         x_scale, out_scale, out, 0, top, stop)
+                         dilation_y, dilation_x, first, packed, then, residual, y_first,
+                         y_scale, x_scale, out_scale, out, 0, top, stop)
 
 
 @_serial
@@ -1183,26 +1188,27 @@ product and a sum each rounded alone, which contraction leaves alone)."""
 
 
 @_RowLoop
-def residual_rows(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple, out_scale: tuple,
-                  out: np.ndarray) -> None:
+def residual_rows(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple, x_scale: tuple,
+                  out_scale: tuple, out: np.ndarray) -> None:
     """A quantized residual ADD, row by row ([rows, C], the vectors one entry per column):
     out = RESCALE(RESCALE(y) + RESCALE(x)), the sum wrapped to int32 as ADD wraps it, each
     RESCALE a kernels.Rescale (offset, multiplier, shift, output_zp, low, high, double_round)
     made as _rescaled makes it (a y already of int32 takes the identity, multiplier 2**30 and
-    shift 30)."""
+    shift 30); y is rescaled by `y_first` before, where its vectors have entries (y rescaled
+    twice, as TFLite's lowering writes it)."""
     for i in prange(y.shape[0]):
-        _quantized_add_row(y[i], x[i], y_scale, x_scale, out_scale, out[i])
+        _quantized_add_row(y[i], x[i], y_first, y_scale, x_scale, out_scale, out[i])
 
 
 @_inlined
-def _quantized_add_row(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple,
-                       out_scale: tuple, out: np.ndarray) -> None:
+def _quantized_add_row(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple,
+                       x_scale: tuple, out_scale: tuple, out: np.ndarray) -> None:
     """One row of residual_rows (out may be x)."""
-    if y_scale[6] or x_scale[6] or out_scale[6]:
-        _residual_row(y, x, y_scale, x_scale, out_scale, out)
+    if y_first[6] or y_scale[6] or x_scale[6] or out_scale[6]:
+        _residual_row(y, x, y_first, y_scale, x_scale, out_scale, out)
     else:  # a loop of its own, as _rescale_row has
-        _residual_row(y, x, _rounding_once(y_scale), _rounding_once(x_scale),
-                      _rounding_once(out_scale), out)
+        _residual_row(y, x, _rounding_once(y_first), _rounding_once(y_scale),
+                      _rounding_once(x_scale), _rounding_once(out_scale), out)
 
 
 @_inlined
@@ -1212,11 +1218,15 @@ def _rounding_once(scale: tuple) -> tuple:
 
 
 @_inlined
-def _residual_row(y: np.ndarray, x: np.ndarray, y_scale: tuple, x_scale: tuple,
-                  out_scale: tuple, out: np.ndarray) -> None:
-    """_quantized_add_row's loop."""
+def _residual_row(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple,
+                  x_scale: tuple, out_scale: tuple, out: np.ndarray) -> None:
+    """_quantized_add_row's loop (LLVM makes one with y_first and one without)."""
+    twice = y_first[0].shape[0] > 0
     for c in range(y.shape[0]):
-        total = np.int64(np.int32(_rescaled_at(y[c], c, y_scale) + _rescaled_at(x[c], c, x_scale)))
+        v = np.int64(y[c])
+        if twice:
+            v = _rescaled_at(v, c, y_first)
+        total = np.int64(np.int32(_rescaled_at(v, c, y_scale) + _rescaled_at(x[c], c, x_scale)))
         out[c] = _rescaled_at(total, c, out_scale)
 
 

@@ -48,6 +48,7 @@ from .compiled import (
 from .kernels import (
     F32,
     I64,
+    NO_RESCALE,
     Finish,
     Rescale,
     along_rows,
@@ -606,14 +607,15 @@ class DepthwiseConvInt8:
     (`first`: the RESCALE's accumulator form, rescale.py), then a 1x1 CONV2D of stride 1
     without padding whose products VNNI makes, and its RESCALE to int8 (`then`), + a
     residual where given, added as a quantized residual ADD (`added`: its RESCALEs of the
-    residual, of the projection and of the sum, as compiled.residual_rows takes them, one
-    entry per channel), as one compiled call (compiled.depthwise_gemm_rows_vnni), bit-exact.
+    residual, first and then, of the projection and of the sum, as compiled.residual_rows
+    takes them, one entry per channel), as one compiled call
+    (compiled.depthwise_gemm_rows_vnni), bit-exact.
     With `expand` (a 1x1 CONV2D as the second, and its RESCALE's form), the depthwise layer's
     input is that convolution of the input (compiled.expanded_gemm_rows_vnni, _halo)."""
 
     def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: object,
                  conv: dict[str, np.ndarray], then: object,
-                 added: tuple[Rescale, Rescale, Rescale] | None = None,
+                 added: tuple[Rescale, Rescale, Rescale, Rescale] | None = None,
                  expand: tuple[dict[str, np.ndarray], object] | None = None):
         self.expand = None
         if expand is not None:
@@ -650,8 +652,8 @@ class DepthwiseConvInt8:
 
 
 _NO_RESIDUAL_I8 = np.empty((0, 0, 0, 0), I8)
-_NOT_ADDED = ((np.zeros(1, np.int64), np.ones(1, I32), np.zeros(1, np.int64), 0, 0, 0, False),) * 3
-"""DepthwiseConvInt8's `added` without a residual: three Rescales of its types, never read."""
+_NOT_ADDED = (NO_RESCALE,) * 4
+"""DepthwiseConvInt8's `added` without a residual: Rescales of its types, never read."""
 
 
 class _Rescaled:

@@ -254,6 +254,10 @@ Rescale = tuple[np.ndarray, np.ndarray, np.ndarray, int, int, int, bool]
 (offset, multiplier, shift, output_zp, low, high, double_round), the vectors of one entry per
 column (offset and shift int64, multiplier int32)."""
 
+NO_RESCALE: Rescale = (np.zeros(0, I64), np.zeros(0, I32), np.zeros(0, I64), 0, 0, 0, False)
+"""A Rescale of no columns: where a loop takes an optional one (compiled.residual_rows's
+y_first), none."""
+
 
 def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: Rescale,
                         a_offset: int = 0) -> bool:

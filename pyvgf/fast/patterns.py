@@ -32,7 +32,7 @@ from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from . import conv
 from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_scale_rows, softmax_shift_rows
-from .kernels import Rescale, biased_product
+from .kernels import NO_RESCALE, Rescale, biased_product
 from .registry import FastOpDef
 from .rescale import _rescaling
 
@@ -301,7 +301,8 @@ def _signed_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, obje
 class _QuantizedAdd(NamedTuple):
     """A quantized residual ADD as _quantized_add finds it from its ADD step: out =
     RESCALE(y' + RESCALE(x)), y' = RESCALE(y) where `y_step` made it from y (else y itself, of
-    int32); each RESCALE by its known operands (y_rescale None: none)."""
+    int32), y itself RESCALE(y) where `y_first_step` made it so (y rescaled twice); each
+    RESCALE by its known operands (None: none)."""
 
     x_name: str
     x: Slot
@@ -311,6 +312,8 @@ class _QuantizedAdd(NamedTuple):
     y: Slot
     y_step: int | None
     y_rescale: dict[str, object] | None
+    y_first_step: int | None
+    y_first: dict[str, object] | None
     add: int
     after: int
     outer: dict[str, object]
@@ -318,22 +321,24 @@ class _QuantizedAdd(NamedTuple):
     @property
     def indices(self) -> tuple[int, ...]:
         """Its steps, in plan order (y may be made after x's RESCALE)."""
-        own = (self.x_step, self.add, self.after)
-        return tuple(sorted(own if self.y_step is None else (self.y_step, *own)))
+        steps = (self.y_first_step, self.y_step, self.x_step, self.add, self.after)
+        return tuple(sorted(i for i in steps if i is not None))
 
-    def rescales(self, channels: int, width: int) -> tuple[Rescale, Rescale, Rescale]:
-        """y's, x's and the sum's RESCALEs as residual_rows takes them, for rows of `width`
-        pixels of `channels`."""
-        return tuple(_tiled_rescale(r, channels, width)  # type: ignore[return-value]
-                     for r in (self.y_rescale, self.x_rescale, self.outer))
+    def rescales(self, channels: int, width: int) -> tuple[Rescale, Rescale, Rescale, Rescale]:
+        """y's first RESCALE (NO_RESCALE: none), y's, x's and the sum's, as residual_rows takes
+        them, for rows of `width` pixels of `channels`."""
+        first = NO_RESCALE if self.y_first is None else _tiled_rescale(self.y_first, channels, width)
+        return (first, *(_tiled_rescale(r, channels, width)  # type: ignore[return-value]
+                         for r in (self.y_rescale, self.x_rescale, self.outer)))
 
 
 def _quantized_add(steps: Steps, i: int, x_name: str | None = None) -> _QuantizedAdd | None:
     """RESCALE(x) -> ADD(y, that) -> RESCALE, found from its ADD (step i): a quantized
     residual ADD (int8 or int16 x, the int32 sum), as TOSA writes one; y an int32 tensor, or
     itself RESCALE(y) of an int8 or int16 one, as TFLite's lowering writes it (Arm's real
-    models, the benchmark suite's int8 MobileNetV2). x is the ADD's operand `x_name` where
-    given, else input2 or input1, whichever a RESCALE makes."""
+    models, the benchmark suite's int8 MobileNetV2), or rescaled twice (Arm's real models: to
+    int32, then int32 to int32). x is the ADD's operand `x_name` where given, else input2 or
+    input1, whichever a RESCALE makes."""
     if steps.op(i) != "ADD" or steps.planned[i].node.result_type.dtype != I32 or not steps.rows(i):
         return None
     shape = steps.shape(i)
@@ -350,10 +355,14 @@ def _quantized_add(steps: Steps, i: int, x_name: str | None = None) -> _Quantize
         y_step, _, y, y_rescale = y_inner
     else:
         y_step, y, y_rescale = None, steps.arg(i, y_name), None
+    y_first = _inner_rescale(steps, y_step, "input", shape) if y_step is not None else None
+    y_first_step, y_first_rescale = (None, None) if y_first is None else (y_first[0], y_first[3])
+    if y_first is not None:
+        y = y_first[2]
     if not isinstance(y, Slot) or steps.made_shape(y) != shape:
         return None
-    return _QuantizedAdd(x_name, x, x_step, x_rescale, y_name, y, y_step, y_rescale, i,
-                         after[0], outer)  # type: ignore[index]
+    return _QuantizedAdd(x_name, x, x_step, x_rescale, y_name, y, y_step, y_rescale, y_first_step,
+                         y_first_rescale, i, after[0], outer)  # type: ignore[index]
 
 
 def _residual(steps: Steps, i: int) -> Found | None:
@@ -612,12 +621,15 @@ def _int8_expanded_depthwise_conv(steps: Steps, i: int) -> Found | None:
 
 def _int8_residual(steps: Steps, producer: int, place: int) -> _QuantizedAdd | None:
     """The quantized residual ADD (_quantized_add) whose x is step `producer`'s int8 result,
-    where its y is an int8 tensor made before step `place`, rescaled, and its result int8."""
+    where its y is an int8 tensor made before step `place`, rescaled once or twice, and its
+    result int8."""
     rescale = steps.then(producer, "RESCALE", ("input",))
     add = rescale and steps.then(rescale[0], "ADD")
     found = add and _quantized_add(steps, *add)  # type: ignore[misc]
-    if not found or found.y_step is None \
-            or steps.planned[found.y_step].node.operands["input"].type.dtype != I8 \
+    if not found:
+        return None
+    source = found.y_step if found.y_first_step is None else found.y_first_step
+    if source is None or steps.planned[source].node.operands["input"].type.dtype != I8 \
             or np.asarray(found.outer["output_zp"]).dtype != I8 \
             or steps.made_by.get(found.y.index, -1) >= place:
         return None
