@@ -567,15 +567,13 @@ class DepthwiseConv:
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, F32)
         x = np.ascontiguousarray(input)
-        added = _NO_RESIDUAL if residual is None else np.ascontiguousarray(residual, F32)
+        y = _NO_RESIDUAL if residual is None else np.ascontiguousarray(residual, F32)
         band = _band(self.shape[1], self.band_rows)
         if self.expand is None:
-            depthwise_gemm_rows(x, *self.window, self.first, self.matrix, self.then, added, out,
-                                band)
+            depthwise_gemm_rows(x, *self.window, self.first, self.matrix, self.then, y, out, band)
         else:
             expanded_gemm_rows(x, *self.expand, *self.window, self.first, self.matrix,
-                               self.then, added, out, band, _halo(self.shape[1], band,
-                                                                 *self.reach))
+                               self.then, y, out, band, _halo(self.shape[1], band, *self.reach))
         return out
 
 
@@ -639,14 +637,14 @@ class DepthwiseConvInt8:
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, I8)
         x = np.ascontiguousarray(input)
-        added = _NO_RESIDUAL_I8 if residual is None else np.ascontiguousarray(residual)
+        y = _NO_RESIDUAL_I8 if residual is None else np.ascontiguousarray(residual)
         band = _band(self.shape[1], self.band_rows)
         if self.expand is None:
-            depthwise_gemm_rows_vnni(x, *self.window, self.first, self.packed, self.then, added,
+            depthwise_gemm_rows_vnni(x, *self.window, self.first, self.packed, self.then, y,
                                      *self.added, out, band)
         else:
             expanded_gemm_rows_vnni(x, *self.expand, *self.window, self.first, self.packed,
-                                    self.then, added, *self.added, out, band,
+                                    self.then, y, *self.added, out, band,
                                     _halo(self.shape[1], band, *self.reach))
         return out
 
