@@ -442,12 +442,8 @@ def _depthwise_gemm_band(x: np.ndarray, zero_point: float, w: np.ndarray, pad_to
             _bias_clamp_row(row[ox], bias, low, high, nan_to_low)
     part = out[b, top:stop].reshape(-1, columns)
     _gemm(made.reshape(-1, channels), matrix, part)
-    for i in range(part.shape[0]):
-        _bias_clamp_row(part[i], then[0], then[1], then[2], then[3])
-    if residual.shape[0]:
-        added = residual[b, top:stop].reshape(-1, columns)
-        for i in range(part.shape[0]):
-            _add_row(part[i], added[i])
+    _finish_rows(part, then[0], then[1], then[2], then[3],
+                 residual[b, top:stop].reshape(-1, columns) if residual.shape[0] else part[:0])
 
 
 @_RowLoop
@@ -515,8 +511,7 @@ def _widen(x: np.ndarray, expand: np.ndarray, widened: tuple, block: np.ndarray,
     """block [(end - start) * W, C] = rows start..end of x [1, H, W, IC] times expand, each
     finished as `widened` says."""
     _gemm(x[0, start:end].reshape(-1, x.shape[3]), expand, block)
-    for i in range(block.shape[0]):
-        _bias_clamp_row(block[i], widened[0], widened[1], widened[2], widened[3])
+    _finish_rows(block, widened[0], widened[1], widened[2], widened[3], block[:0])
 
 
 @_serial
@@ -616,10 +611,19 @@ def gemm_rows(a: np.ndarray, b: np.ndarray, out: np.ndarray, blocks: int, finish
         if first < stop:
             _gemm(a[first:stop], b, out[first:stop])
             if finish:
-                for i in range(first, stop):
-                    _bias_clamp_row(out[i], bias, low, high, nan_to_low)
-                    if residual.shape[0]:
-                        _add_row(out[i], residual[i])
+                _finish_rows(out[first:stop], bias, low, high, nan_to_low,
+                             residual[first:stop])
+
+
+@_inlined
+def _finish_rows(out: np.ndarray, bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+                 residual: np.ndarray) -> None:
+    """In place, each row of out [rows, C] + bias, clamped as _bias_clamp_row says, then +
+    residual's row where it has any (out's shape): a GEMM block's finish while in cache."""
+    for i in range(out.shape[0]):
+        _bias_clamp_row(out[i], bias, low, high, nan_to_low)
+        if residual.shape[0]:
+            _add_row(out[i], residual[i])
 
 
 @_threaded
