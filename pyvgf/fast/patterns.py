@@ -355,10 +355,9 @@ def _quantized_add(steps: Steps, i: int, x_name: str | None = None) -> _Quantize
         y_step, _, y, y_rescale = y_inner
     else:
         y_step, y, y_rescale = None, steps.arg(i, y_name), None
-    y_first = _inner_rescale(steps, y_step, "input", shape) if y_step is not None else None
-    y_first_step, y_first_rescale = (None, None) if y_first is None else (y_first[0], y_first[3])
-    if y_first is not None:
-        y = y_first[2]
+    y_first_step = y_first_rescale = None
+    if y_step is not None and (first := _inner_rescale(steps, y_step, "input", shape)):
+        y_first_step, _, y, y_first_rescale = first
     if not isinstance(y, Slot) or steps.made_shape(y) != shape:
         return None
     return _QuantizedAdd(x_name, x, x_step, x_rescale, y_name, y, y_step, y_rescale, y_first_step,
@@ -644,12 +643,18 @@ def _int8_rescale(steps: Steps, i: int) -> tuple[object, int] | None:
     """The RESCALE that alone reads step i's int32 result and makes int8, all its operands
     but its input known, where the table fuses it (`bandwise`): its accumulator form
     (rescale.py) and its step."""
-    after = steps.then(i, "RESCALE", ("input",))
-    known = _known_but_input(steps, after[0], "RESCALE", I8) if after else None
-    p = steps.planned[after[0]] if after else None  # type: ignore[index]
-    if known is None or not p.opdef.bandwise or p.opdef.from_accumulator is None:  # type: ignore[union-attr]
+    return _accumulated(steps, i, "RESCALE", I8)
+
+
+def _accumulated(steps: Steps, i: int, op: str, dtype: np.dtype = F32) -> tuple[object, int] | None:
+    """The `op` making `dtype` that alone reads step i's result, all its operands but its
+    input known, where the table fuses it (`bandwise`): its accumulator form and its step."""
+    after = steps.then(i, op, ("input",))
+    known = _known_but_input(steps, after[0], op, dtype) if after else None
+    opdef = steps.planned[after[0]].opdef if after else None  # type: ignore[index]
+    if known is None or not opdef.bandwise or opdef.from_accumulator is None:  # type: ignore[union-attr]
         return None
-    return p.opdef.from_accumulator(**known), after[0]  # type: ignore[union-attr, index]
+    return opdef.from_accumulator(**known), after[0]  # type: ignore[union-attr, index]
 
 
 def _known_but_input(steps: Steps, i: int, op: str, dtype: np.dtype = F32) -> dict[str, object] | None:
@@ -675,12 +680,10 @@ def _clamp_bounds(steps: Steps, i: int) -> tuple[conv.Bounds, int]:
     """The CLAMP that alone reads step i's result, as a float convolution's finish takes it
     (its accumulator form's bounds), and its step, where the table fuses it (`bandwise`);
     else no clamp, and step i."""
-    clamp = steps.then(i, "CLAMP", ("input",))
-    known = _known_but_input(steps, clamp[0], "CLAMP") if clamp else None
-    opdef = steps.planned[clamp[0]].opdef if clamp else None  # type: ignore[index]
-    if known is None or not opdef.bandwise or opdef.from_accumulator is None:  # type: ignore[union-attr]
+    clamp = _accumulated(steps, i, "CLAMP")
+    if clamp is None:
         return (-np.inf, np.inf, False), i
-    return opdef.from_accumulator(**known).bounds, clamp[0]  # type: ignore[union-attr, index]
+    return clamp[0].bounds, clamp[1]  # type: ignore[attr-defined]
 
 
 def _matmul_add(steps: Steps, i: int) -> Found | None:
