@@ -562,7 +562,7 @@ class DepthwiseConv:
         self.then = (product.how.finish[0], *then)  # type: ignore[index]
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * 4))
-        self.reach = _reach(shape, depthwise)
+        self.reach = _reach(shape[1], self.window)
 
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, F32)
@@ -583,11 +583,11 @@ HALO_SHARE = 8
 at most 1/HALO_SHARE of the expansion's rows; else whole, first."""
 
 
-def _reach(shape: tuple[int, ...], depthwise: dict[str, np.ndarray]) -> tuple[int, int]:
-    """A depthwise layer's input rows (of its input's `shape`) and how many of them two
-    bands of its output rows beside each other both read (_halo)."""
-    stride, dilation = (int(np.asarray(depthwise[k]).reshape(-1)[0]) for k in ("stride", "dilation"))
-    return shape[1], (depthwise["weight"].shape[0] - 1) * dilation + 1 - stride
+def _reach(height: int, window: tuple) -> tuple[int, int]:
+    """A depthwise layer's input rows (`height` of them) and how many of them two bands of its
+    output rows beside each other both read (_halo), from its form's window (_Depthwise)."""
+    w, stride_y, dilation_y = window[1], window[4], window[6]
+    return height, (w.shape[0] - 1) * dilation_y + 1 - stride_y
 
 
 def _halo(rows: int, band: int, height: int, overlap: int) -> bool:
@@ -632,7 +632,7 @@ class DepthwiseConvInt8:
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3]))
         self.added = added or _NOT_ADDED
-        self.reach = _reach(shape, depthwise)
+        self.reach = _reach(shape[1], self.window)
 
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
         out = np.empty(self.shape, I8)
@@ -683,40 +683,34 @@ def fusable(input: TensorType, depthwise: dict[str, np.ndarray],
     channels in fours, on a CPU with VNNI (compiled.VNNI; kernels.int8_gemm)."""
     dtype, weight = np.dtype(input.dtype), depthwise["weight"]
     if not (input.shape[0] == 1 and weight.dtype == dtype and weight.ndim == 4
-            and weight.shape[3] == 1 and _unit(conv, dtype)):
+            and weight.shape[3] == 1 and _pointwise(conv, dtype)):
         return False
     if dtype == F32:
-        return not (np.any(depthwise["input_zp"]) or np.any(depthwise["weight_zp"])
-                    or np.any(conv["input_zp"]))
+        return not (np.any(depthwise["input_zp"]) or np.any(depthwise["weight_zp"]))
     kh, kw = weight.shape[:2]
-    return dtype == I8 and kh * kw * 255 * 255 < 1 << 31 and _vnni(conv)
+    return kh * kw * 255 * 255 < 1 << 31
 
 
 def expandable(input: TensorType, conv: dict[str, np.ndarray]) -> bool:
     """Whether DepthwiseConv (fp32) or DepthwiseConvInt8 (int8) takes a CONV2D of `input` as
-    its `expand`, by its known operands: one image, a 1x1 weight of the input's type, of
-    stride 1, without padding or weight zero point. fp32: no input zero point. int8: as
-    fusable's 1x1 convolution."""
-    dtype = np.dtype(input.dtype)
-    if not (input.shape[0] == 1 and _unit(conv, dtype)):
-        return False
-    return not np.any(conv["input_zp"]) if dtype == F32 else dtype == I8 and _vnni(conv)
+    its `expand`, by its known operands: one image, and _pointwise's 1x1 weight."""
+    return input.shape[0] == 1 and _pointwise(conv, np.dtype(input.dtype))
 
 
-def _vnni(conv: dict[str, np.ndarray]) -> bool:
-    """Whether an int8 1x1 CONV2D's products are VNNI's (compiled.VNNI; kernels.int8_gemm):
-    its input channels in fours, its sums held by int32."""
-    channels = conv["weight"].shape[3]
-    return compiled.VNNI and channels % 4 == 0 and channels * 255 * 128 < 1 << 31
-
-
-def _unit(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:
-    """Whether a CONV2D's known operands are a 1x1 weight of `dtype`, of stride 1, without
-    padding or weight zero point."""
+def _pointwise(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:
+    """Whether the depthwise + 1x1 steps take a CONV2D of these known operands as their
+    expansion or projection: a 1x1 weight of `dtype`, of stride 1, without padding or weight
+    zero point; fp32 without input zero point; int8 with its products VNNI's
+    (compiled.VNNI; kernels.int8_gemm): its input channels in fours, its sums held by int32."""
     weight = conv["weight"]
-    return (weight.dtype == dtype and weight.ndim == 4 and weight.shape[1:3] == (1, 1)
+    if not (weight.dtype == dtype and weight.ndim == 4 and weight.shape[1:3] == (1, 1)
             and not np.any(conv["pad"]) and all(int(v) == 1 for v in conv["stride"])
-            and not np.any(conv["weight_zp"]))
+            and not np.any(conv["weight_zp"])):
+        return False
+    if dtype == F32:
+        return not np.any(conv["input_zp"])
+    channels = weight.shape[3]
+    return dtype == I8 and compiled.VNNI and channels % 4 == 0 and channels * 255 * 128 < 1 << 31
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:
