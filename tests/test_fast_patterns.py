@@ -17,7 +17,7 @@ from support.spirv import vgf_graph
 pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
 
 from pyvgf import fast
-from pyvgf.fast import background, kernels, patterns
+from pyvgf.fast import background, compiled, kernels, patterns
 from pyvgf.fast.plan import FastPlan
 
 pytestmark = pytest.mark.fast
@@ -210,7 +210,12 @@ def _meanwhile(module: object, loop: str, inputs: list[np.ndarray], tmp_path, mo
     and gives the reference's result: which this returns."""
     def not_yet(*args: object) -> None:
         raise background.NotCompiled(loop)
-    monkeypatch.setattr(module, loop, not_yet)
+    target = getattr(module, loop)
+    if isinstance(target, compiled._RowLoop):  # (a form may hold the loop itself: patch its two)
+        monkeypatch.setattr(target, "serial", not_yet)
+        monkeypatch.setattr(target, "threaded", not_yet)
+    else:
+        monkeypatch.setattr(module, loop, not_yet)
     monkeypatch.setattr(fast, "_background", True)  # (the tests' conftest turns it off)
     interim = FastPlan(*vgf_graph(tmp_path / "case.vgf"))
     meanwhile = interim.run(inputs)[0]

@@ -53,7 +53,7 @@ class NotCompiled(BaseException):
     """A loop's machine code is not ready yet; the step that called it runs the reference.
 
     A BaseException, like GeneratorExit, so that the handlers naming a failing operator
-    (interpreter.guard) let it through to the step."""
+    (interpreter.guard) let it through to the plan's run (plan.FastPlan._instead)."""
 
 
 _state = threading.local()

@@ -537,7 +537,43 @@ Bounds = tuple[float, float, bool]
 nan_to_low); no CLAMP is (-inf, inf, False)."""
 
 
-class DepthwiseConv:
+class _Blocks:
+    """What DepthwiseConv and DepthwiseConvInt8 share: their call, one compiled loop
+    (`loops`: without an expansion, with one) of x, `before`, the residual y, `between`, the
+    result, then the band's rows and, with an expansion, whether the bands make it (_halo).
+    Which loop (threaded or serial) and its band are worked out once per thread count
+    (threads.mode): a run's Python between its loops costs microseconds a call."""
+
+    loops: tuple[compiled._RowLoop, compiled._RowLoop]
+    shape: tuple[int, ...]
+    dtype: np.dtype
+    no_residual: np.ndarray
+    expand: object
+    before: tuple
+    between: tuple
+    band_rows: int
+    reach: tuple[int, int]
+    _ways: dict[tuple[bool, int], tuple[Callable[..., None], tuple]]
+
+    def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
+        out = np.empty(self.shape, self.dtype)
+        y = self.no_residual if residual is None else np.ascontiguousarray(residual, self.dtype)
+        loop, last = self._ways.get(mode := threads.mode()) or self._way(mode)
+        loop(np.ascontiguousarray(input), *self.before, y, *self.between, out, *last)
+        return out
+
+    def _way(self, mode: tuple[bool, int]) -> tuple[Callable[..., None], tuple]:
+        spread, workers = mode
+        rows = self.shape[1]
+        band = max(1, min(self.band_rows, -(-rows // (workers if spread else 1))))
+        loop = self.loops[self.expand is not None]
+        last = (band,) if self.expand is None else (band, _halo(rows, band, *self.reach))
+        way = (loop.threaded if spread else loop.serial), last
+        self._ways[mode] = way
+        return way
+
+
+class DepthwiseConv(_Blocks):
     """DEPTHWISE_CONV2D (multiplier 1), its bias and `first` CLAMP, then a 1x1 CONV2D of
     stride 1 without padding, its bias and `then` CLAMP, + a residual where given: fp32, one
     image, as one compiled call (compiled.depthwise_gemm_rows), each band of depthwise rows
@@ -546,10 +582,13 @@ class DepthwiseConv:
     _halo). The weights are worked out as the ops' own forms do (_Depthwise, _Conv); made at
     a step's first run; `shape` is the input's."""
 
+    loops = (depthwise_gemm_rows, expanded_gemm_rows)
+    dtype, no_residual, between = F32, np.empty((0, 0, 0, 0), F32), ()
+
     def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: Bounds,
                  conv: dict[str, np.ndarray], then: Bounds,
                  expand: tuple[dict[str, np.ndarray], Bounds] | None = None):
-        self.expand = None
+        self.expand, self._ways = None, {}
         if expand is not None:
             widen = _Conv(shape, F32, epilogue=None, **expand[0])
             self.expand = (widen.wmat, (widen.how.finish[0], *expand[1]))  # type: ignore[index]
@@ -563,18 +602,7 @@ class DepthwiseConv:
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * 4))
         self.reach = _reach(shape[1], self.window)
-
-    def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
-        out = np.empty(self.shape, F32)
-        x = np.ascontiguousarray(input)
-        y = _NO_RESIDUAL if residual is None else np.ascontiguousarray(residual, F32)
-        band = _band(self.shape[1], self.band_rows)
-        if self.expand is None:
-            depthwise_gemm_rows(x, *self.window, self.first, self.matrix, self.then, y, out, band)
-        else:
-            expanded_gemm_rows(x, *self.expand, *self.window, self.first, self.matrix,
-                               self.then, y, out, band, _halo(self.shape[1], band, *self.reach))
-        return out
+        self.before = (*(self.expand or ()), *self.window, self.first, self.matrix, self.then)
 
 
 HALO_SHARE = 8
@@ -597,10 +625,7 @@ def _halo(rows: int, band: int, height: int, overlap: int) -> bool:
     return (-(-rows // band) - 1) * max(0, overlap) * HALO_SHARE <= height
 
 
-_NO_RESIDUAL = np.empty((0, 0, 0, 0), F32)
-
-
-class DepthwiseConvInt8:
+class DepthwiseConvInt8(_Blocks):
     """DepthwiseConv for int8: DEPTHWISE_CONV2D (multiplier 1) and its RESCALE to int8
     (`first`: the RESCALE's accumulator form, rescale.py), then a 1x1 CONV2D of stride 1
     without padding whose products VNNI makes, and its RESCALE to int8 (`then`), + a
@@ -611,11 +636,14 @@ class DepthwiseConvInt8:
     With `expand` (a 1x1 CONV2D as the second, and its RESCALE's form), the depthwise layer's
     input is that convolution of the input (compiled.expanded_gemm_rows_vnni, _halo)."""
 
+    loops = (depthwise_gemm_rows_vnni, expanded_gemm_rows_vnni)
+    dtype, no_residual = I8, np.empty((0, 0, 0, 0), I8)
+
     def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: object,
                  conv: dict[str, np.ndarray], then: object,
                  added: tuple[Rescale, Rescale, Rescale, Rescale] | None = None,
                  expand: tuple[dict[str, np.ndarray], object] | None = None):
-        self.expand = None
+        self.expand, self._ways = None, {}
         if expand is not None:
             widen = _Conv(shape, I8, epilogue=_Rescaled(expand[1]), **expand[0])
             if widen.int8 is None or widen.int8[0].dtype != I32:
@@ -633,23 +661,10 @@ class DepthwiseConvInt8:
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3]))
         self.added = added or _NOT_ADDED
         self.reach = _reach(shape[1], self.window)
-
-    def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:  # noqa: A002
-        out = np.empty(self.shape, I8)
-        x = np.ascontiguousarray(input)
-        y = _NO_RESIDUAL_I8 if residual is None else np.ascontiguousarray(residual)
-        band = _band(self.shape[1], self.band_rows)
-        if self.expand is None:
-            depthwise_gemm_rows_vnni(x, *self.window, self.first, self.packed, self.then, y,
-                                     *self.added, out, band)
-        else:
-            expanded_gemm_rows_vnni(x, *self.expand, *self.window, self.first, self.packed,
-                                    self.then, y, *self.added, out, band,
-                                    _halo(self.shape[1], band, *self.reach))
-        return out
+        self.before = (*(self.expand or ()), *self.window, self.first, self.packed, self.then)
+        self.between = self.added
 
 
-_NO_RESIDUAL_I8 = np.empty((0, 0, 0, 0), I8)
 _NOT_ADDED = (NO_RESCALE,) * 4
 """DepthwiseConvInt8's `added` without a residual: Rescales of its types, never read."""
 
@@ -666,12 +681,6 @@ class _Rescaled:
 
     def rescale(self, bias: np.ndarray, result_dtype: np.dtype, channels: int) -> Rescale | None:
         return self.form.rescale(bias, result_dtype, channels)  # type: ignore[attr-defined]
-
-
-def _band(rows: int, band_rows: int) -> int:
-    """Rows a band of a depthwise + 1x1 step: at most `band_rows`, at most a thread's share."""
-    workers = threads.workers() if threads.spread() else 1
-    return max(1, min(band_rows, -(-rows // workers)))
 
 
 def fusable(input: TensorType, depthwise: dict[str, np.ndarray],

@@ -131,17 +131,23 @@ def per_column(arg: Known | Slot | None, columns: int) -> np.ndarray | None:
     return np.ascontiguousarray(np.broadcast_to(value.reshape(-1), (columns,)))
 
 
-def _step(name: str, fn: Callable[..., np.ndarray], steps: Steps, indices: Sequence[int],
-          sources: dict[str, Slot], at: int | None = None, blas: bool = False) -> Found:
+def _step(name: str, make: Callable[[], Callable[..., np.ndarray]], steps: Steps,
+          indices: Sequence[int], sources: dict[str, Slot], at: int | None = None,
+          blas: bool = False) -> Found:
     """The step running a pattern, standing for the steps `indices` (in plan order; the last
-    one's result is its result): fn of the values of `sources`, in their order, which the step
-    reads under their names, as the node of step `at` (the first of `indices` unless given),
-    whose place in the plan it takes; `blas`: fn calls BLAS (registry.py)."""
+    one's result is its result): make(), made at the step's first run (not at load, so that
+    its constants stay unread until a run uses them), is a function of the values of
+    `sources`, in their order, which the step reads under their names, as the node of step
+    `at` (the first of `indices` unless given), whose place in the plan it takes; `blas`: it
+    calls BLAS (registry.py)."""
     at = indices[0] if at is None else at
     names = tuple(sources)
+    made: list[Callable[..., np.ndarray]] = []  # two threads' first runs may both make one
 
     def run(**operands: np.ndarray) -> np.ndarray:
-        return fn(*(operands[n] for n in names))
+        if not made:
+            made.append(make())
+        return made[0](*map(operands.__getitem__, names))
     tail = tuple((steps.planned[j].node, steps.planned[j].opdef, steps.planned[j].args)
                  for j in indices if j != at)
     return Found(tuple(indices), Planned(steps.planned[at].node,
@@ -186,7 +192,7 @@ def _softmax(steps: Steps, i: int) -> Found | None:
         np.exp(rows, out=rows)
         softmax_scale_rows(rows)
         return out
-    return _step("SOFTMAX", softmax, steps, sorted((i, sub[0], exp[0], total, reciprocal[0], mul)),
+    return _step("SOFTMAX", lambda: softmax, steps, sorted((i, sub[0], exp[0], total, reciprocal[0], mul)),
                  _read(steps, i, x))
 
 
@@ -233,7 +239,7 @@ def _layer_norm(steps: Steps, i: int) -> Found | None:
                         ones if scale is None else scale, scale is not None,
                         zeros if offset is None else offset, offset is not None)
         return out
-    return _step("LAYER_NORM", layer_norm, steps, sorted(chain), _read(steps, i, x))
+    return _step("LAYER_NORM", lambda: layer_norm, steps, sorted(chain), _read(steps, i, x))
 
 
 def _gelu(steps: Steps, i: int) -> Found | None:
@@ -283,7 +289,7 @@ def _gelu(steps: Steps, i: int) -> Found | None:
         gelu_rows(_rows(x), out.reshape(-1, columns), no_bias if bias is None else bias,
                   bias is not None, a, k, c)
         return out
-    return _step("GELU", gelu, steps, chain, _read(steps, chain[0], source))
+    return _step("GELU", lambda: gelu, steps, chain, _read(steps, chain[0], source))
 
 
 def _signed_rescale(steps: Steps, i: int, to: np.dtype | None) -> dict[str, object] | None:
@@ -372,18 +378,19 @@ def _residual(steps: Steps, i: int) -> Found | None:
     shape = steps.shape(i)
     channels, width = shape[-1], shape[-2] if len(shape) > 1 else 1
     out_dtype = np.asarray(found.outer["output_zp"]).dtype
-    tiled: list[Rescale] = []
+    rows = (-1, width * channels)
 
-    def residual(y_value: np.ndarray, x_value: np.ndarray) -> np.ndarray:
-        if not tiled:  # each per-column vector along a whole row of W * C (kernels.along_rows)
-            tiled.extend(found.rescales(channels, width))
-        out = np.empty(shape, out_dtype)
-        rows = (-1, width * channels)
-        residual_rows(np.ascontiguousarray(y_value).reshape(rows),
-                      np.ascontiguousarray(x_value).reshape(rows), *tiled, out.reshape(rows))
-        return out
+    def make() -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+        tiled = found.rescales(channels, width)  # each per-column vector along a row of W * C
+
+        def residual(y_value: np.ndarray, x_value: np.ndarray) -> np.ndarray:
+            out = np.empty(shape, out_dtype)
+            residual_rows(np.ascontiguousarray(y_value).reshape(rows),
+                          np.ascontiguousarray(x_value).reshape(rows), *tiled, out.reshape(rows))
+            return out
+        return residual
     # The ADD's place: x stands for its RESCALE's result.
-    return _step("RESIDUAL_ADD", residual, steps, found.indices,
+    return _step("RESIDUAL_ADD", make, steps, found.indices,
                  {found.y_name: found.y, found.x_name: found.x}, at=i)
 
 
@@ -437,7 +444,7 @@ def _conv_add(steps: Steps, i: int) -> Found | None:
 
     def conv_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return conv(input=x, residual=y)  # type: ignore[no-any-return]
-    return _step(f"{steps.op(i)} + ADD", conv_add, steps, (i, add[0]),  # type: ignore[index]
+    return _step(f"{steps.op(i)} + ADD", lambda: conv_add, steps, (i, add[0]),  # type: ignore[index]
                  {"input": x, "residual": y}, blas=True)
 
 
@@ -466,12 +473,12 @@ class _DepthwiseChain(NamedTuple):
     y: Slot | None
 
     def form(self, steps: Steps, i: int, expand: tuple[dict[str, object], conv.Bounds] | None
-             = None) -> Callable[..., np.ndarray]:
-        """The step's function of the input of step i and y: a conv.DepthwiseConv."""
+             = None) -> Callable[[], Callable[..., np.ndarray]]:
+        """What makes the step's function of the input of step i and y: a conv.DepthwiseConv."""
         shape = tuple(steps.planned[i].node.operands["input"].type.shape)
-        return _made_at_first_run(lambda: conv.DepthwiseConv(
+        return lambda: conv.DepthwiseConv(
             shape, _operands(self.depthwise), self.first, _operands(self.product), self.then,
-            expand and (_operands(expand[0]), expand[1])))
+            expand and (_operands(expand[0]), expand[1]))
 
 
 def _depthwise_chain(steps: Steps, i: int, place: int) -> _DepthwiseChain | None:
@@ -537,29 +544,17 @@ class _Int8Chain(NamedTuple):
     added: _QuantizedAdd | None
 
     def form(self, steps: Steps, i: int, expand: tuple[dict[str, object], object] | None = None
-             ) -> Callable[..., np.ndarray]:
+             ) -> Callable[[], Callable[..., np.ndarray]]:
         """As _DepthwiseChain.form, a conv.DepthwiseConvInt8."""
         shape = tuple(steps.planned[i].node.operands["input"].type.shape)
-        return _made_at_first_run(lambda: conv.DepthwiseConvInt8(
+        return lambda: conv.DepthwiseConvInt8(
             shape, _operands(self.depthwise), self.first, _operands(self.product), self.then,
             self.added and self.added.rescales(self.columns, 1),
-            expand and (_operands(expand[0]), expand[1])))
+            expand and (_operands(expand[0]), expand[1]))
 
     @property
     def y(self) -> Slot | None:
         return None if self.added is None else self.added.y
-
-
-def _made_at_first_run(make: Callable[[], Callable[..., np.ndarray]]) -> Callable[..., np.ndarray]:
-    """A depthwise + 1x1 step's function of x and y (None: no residual), its form made by
-    make() at its first run, as conv._prepared makes its forms."""
-    made: list[Callable[..., np.ndarray]] = []
-
-    def depthwise_conv(x: np.ndarray, y: np.ndarray | None = None) -> np.ndarray:
-        if not made:
-            made.append(make())
-        return made[0](x, y)
-    return depthwise_conv
 
 
 def _operands(known: dict[str, object]) -> dict[str, object]:
@@ -706,7 +701,7 @@ def _matmul_add(steps: Steps, i: int) -> Found | None:
 
     def matmul_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return biased_product(x, matrix, bias, y)
-    return _step("MATMUL + ADD + ADD", matmul_add, steps, (i, plus[0], add[0]),  # type: ignore[index]
+    return _step("MATMUL + ADD + ADD", lambda: matmul_add, steps, (i, plus[0], add[0]),  # type: ignore[index]
                  {"A": a, "residual": y}, blas=True)
 
 

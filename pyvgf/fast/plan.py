@@ -19,7 +19,7 @@ compiled loops split their rows over numba's threads (threads.py).
 Memory: at load, the plan asks glibc's malloc to keep as much freed memory as its graph's
 results take, so that a run's arrays are not faulted in afresh on every run (memory.py).
 
-Interim steps (`_interim`): while a compiled loop a step calls is not compiled yet (a machine's
+Interim steps (`_instead`): while a compiled loop a step calls is not compiled yet (a machine's
 first runs: background.py), the step runs the reference operators it stands for instead, in
 turn (a producer's and those fused into it, or a pattern's), with the same results (integers
 bit-exact); a run after the compiler process is done loads the loop and runs it.
@@ -40,6 +40,7 @@ from ..tosa.interpreter import (
     Known,
     Planned,
     Slot,
+    Step,
     guard,
     is_known,
     known_value,
@@ -75,7 +76,7 @@ class FastPlan(GraphPlan):
         self._calls_blas = False  # until _rewrite finds a step that calls BLAS
         self._groups: dict[int, tuple[Args, tuple[tuple[Node, Args], ...]]] = {}
         """For each fused step (by its node's id): its operands, and the nodes it stands for,
-        in order, with theirs: what `_interim` runs meanwhile."""
+        in order, with theirs: what `_instead` runs meanwhile."""
         self.threads = threads
         """The threads each run splits its loops over (None: threads.run_threads's default)."""
         self.interim = background_compile()
@@ -83,7 +84,9 @@ class FastPlan(GraphPlan):
         (pyvgf.fast.set_background_compile when the plan was made)."""
         self.interim_steps = 0
         """How many times a step has run the reference operators because a loop it calls was
-        still being compiled (`_interim`)."""
+        still being compiled (`_instead`)."""
+        self._known: dict[int, dict[str, object]] = {}
+        """Each step's known operands, by its node's id: what `_instead` gives the reference."""
         super().__init__(graph, constants, fast_ops(OPS) if ops is None else ops,
                          every_step=every_step)
         memory.keep_freed(sum(t.size * t.dtype.itemsize for step in self._steps for t in step.types))
@@ -147,35 +150,28 @@ class FastPlan(GraphPlan):
     def _step_fn(self, node: Node, opdef: FastOpDef, static: dict[str, object],  # type: ignore[override]
                  runtime: dict[str, TensorType] | None
                  ) -> tuple[Callable[..., object], dict[str, object]]:
-        """The op's plan-time form where it has one (registry.py, `prepare`); any fast form
-        runs the reference while its loops are compiled (`_interim`), where the plan does that."""
-        fn, bound = opdef.fn, static
+        """The op's plan-time form where it has one (registry.py, `prepare`)."""
+        self._known[node.id] = {k: v for k, v in static.items() if k != "epilogue"}
         if opdef.prepare is not None and runtime is not None:
             made = guard(node, lambda: opdef.prepare(**static, **runtime))  # type: ignore[misc]
             if made is not None:
-                fn, bound = made, {}
-        if self.interim and fn is not OPS[node.op].fn:
-            fn = self._interim(node, fn, static)
-        return fn, bound
+                return made, {}
+        return opdef.fn, static
 
-    def _interim(self, node: Node, fn: Callable[..., object], static: dict[str, object]
-                 ) -> Callable[..., object]:
-        """fn, or where a compiled loop it calls is not compiled yet (background.NotCompiled),
-        the reference operators of the nodes the step stands for (`_groups`; `node` alone,
-        with its known operands `static`, where it is not fused), in turn."""
+    _deferred = (background.NotCompiled,)
+
+    def _instead(self, step: Step, operands: dict[str, object]) -> object:
+        """While a compiled loop the step calls is not compiled yet (background.NotCompiled,
+        raised only where the plan runs the reference meanwhile): the reference operators of
+        the nodes the step stands for (`_groups`; its node alone, with its known operands,
+        where it is not fused), in turn."""
+        self.interim_steps += 1
+        node = step.node
+        operands = {k: v for k, v in operands.items() if k != "epilogue"}
         group = self._groups.get(node.id)
-        known = {k: v for k, v in static.items() if k != "epilogue"}
-
-        def step(**operands: object) -> object:
-            try:
-                return fn(**operands)
-            except background.NotCompiled:
-                self.interim_steps += 1
-                operands.pop("epilogue", None)
-                if group is None:  # (operands may hold the known ones too: fn's `static`)
-                    return OPS[node.op].fn(**{**known, **operands})
-                return self._reference(*group, operands)
-        return step
+        if group is None:  # (operands may hold the known ones too: fn's `static`)
+            return guard(node, lambda: OPS[node.op].fn(**{**self._known[node.id], **operands}))
+        return guard(node, lambda: self._reference(*group, operands))
 
     def _reference(self, step_args: Args, nodes: Sequence[tuple[Node, Args]],
                    operands: Mapping[str, object]) -> object:

@@ -82,6 +82,12 @@ def workers() -> int:
     return numba.get_num_threads() if run is None else run[1]
 
 
+def mode() -> tuple[bool, int]:
+    """(spread(), workers()) in one call."""
+    run = _RUN.get()
+    return (_spread(), numba.get_num_threads()) if run is None else run
+
+
 def _spread() -> bool:
     return not _forked and numba.get_num_threads() > 1 and layer() is not None
 

@@ -67,7 +67,9 @@ class Planned:
 
 
 @dataclass(frozen=True)
-class _Step:
+class Step:
+    """One step of a run: `fn` of its `static` operands and the `dynamic` (by name, slot) and
+    `variadic` ones it reads, its results put in `outs`, checked against `types`."""
     node: Node
     fn: Callable[..., object]
     static: dict[str, object]
@@ -160,7 +162,8 @@ class GraphPlan:
 
     def _fold(self, node: Node, opdef: OpDef, args: Args) -> None:
         values = {name: known_value(arg) for name, arg in args.items()}
-        for element, value in zip(_elements(node), _call(node, opdef.fn, values, result_types(node))):
+        out = guard(node, lambda: opdef.fn(**values))
+        for element, value in zip(_elements(node), _checked(node, out, result_types(node))):
             value = value.view()
             value.flags.writeable = False
             self._values[(node.id, element)] = Known(value)
@@ -184,7 +187,14 @@ class GraphPlan:
         """Held while a run walks the steps: nothing here."""
         yield
 
-    def _schedule(self, planned: list[Planned]) -> list[_Step]:
+    _deferred: tuple[type[BaseException], ...] = ()
+    """What a step's function may raise to have `_instead` give its results: nothing here."""
+
+    def _instead(self, step: Step, operands: dict[str, object]) -> object:
+        """The results of a step whose function raised one of `_deferred` on `operands`."""
+        raise NotImplementedError
+
+    def _schedule(self, planned: list[Planned]) -> list[Step]:
         """Split each step's operands into static and per-run ones; free slots after last use."""
         last: dict[int, int] = {}
         for i, p in enumerate(planned):
@@ -219,7 +229,7 @@ class GraphPlan:
                          if isinstance(s := self._values[(out_node.id, e)], Slot))
             used = ends.get(i, set()) | {s for s in outs if s not in last}
             free = tuple(sorted(used - kept))
-            steps.append(_Step(node, fn, static, tuple(dynamic), tuple(variadic), outs,
+            steps.append(Step(node, fn, static, tuple(dynamic), tuple(variadic), outs,
                                result_types(out_node), free))
         return steps
 
@@ -236,7 +246,7 @@ class GraphPlan:
             raise ModelInputError(f"graph {self.graph.name!r} takes {self._inputs} inputs, got {len(inputs)}")
         env: list[object] = [None] * self._slots
         env[: self._inputs] = inputs
-        call = _call if observer is None else functools.partial(_observed, observer)
+        call = self._call if observer is None else functools.partial(self._observed, observer)
         # TOSA's float results are IEEE's: an overflow to inf or an invalid NaN is a result, not
         # something to warn the caller about, on either executor.
         with self._running(), np.errstate(all="ignore"):
@@ -247,7 +257,7 @@ class GraphPlan:
                 for name, parts in step.variadic:
                     kwargs[name] = tuple(env[p.index] if isinstance(p, Slot) else p.value
                                          for p in parts)
-                for slot, value in zip(step.outs, call(step.node, step.fn, kwargs, step.types)):
+                for slot, value in zip(step.outs, call(step, kwargs)):
                     env[slot] = value
                 for slot in step.free:
                     env[slot] = None
@@ -260,6 +270,25 @@ class GraphPlan:
                 value, fresh = result.value, False
             handed.append(_owned(value, fresh, inputs, handed))  # type: ignore[arg-type]
         return handed
+
+    def _call(self, step: Step, operands: dict[str, object]) -> tuple[np.ndarray, ...]:
+        """The step's results, checked against the graph's types. (A run's one Python call a
+        step, beside the step's own function: with the caches each layer leaves cold, a call
+        costs microseconds.)"""
+        try:
+            out = step.fn(**operands)
+        except self._deferred:
+            out = self._instead(step, operands)
+        except Exception as exc:
+            raise _naming(step.node, exc) from exc
+        return _checked(step.node, out, step.types)
+
+    def _observed(self, observer: Observer, step: Step, operands: dict[str, object]
+                  ) -> tuple[np.ndarray, ...]:
+        start = time.perf_counter()
+        results = self._call(step, operands)
+        observer(step.node, results, start, time.perf_counter())
+        return results
 
 
 def _elements(node: Node) -> Sequence[int | None]:
@@ -311,15 +340,20 @@ def _bind_constant(cid: int, t: TensorType, constants: Mapping[int, np.ndarray])
 def guard(node: Node, fn: Callable[[], object]) -> object:
     try:
         return fn()
-    except TosaError as exc:
-        raise TosaError(f"{node.label}: {exc}") from exc
-    except Exception as exc:  # an op or check failing on odd operands still names the node
-        raise TosaError(f"{node.label}: {type(exc).__name__}: {exc}") from exc
+    except Exception as exc:
+        raise _naming(node, exc) from exc
 
 
-def _call(node: Node, fn: Callable[..., object], kwargs: dict[str, object],
-          types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
-    out = guard(node, lambda: fn(**kwargs))
+def _naming(node: Node, exc: Exception) -> TosaError:
+    """`exc`, raised by an op or check of `node` (failing on odd operands, say), as an error
+    naming the node."""
+    if isinstance(exc, TosaError):
+        return TosaError(f"{node.label}: {exc}")
+    return TosaError(f"{node.label}: {type(exc).__name__}: {exc}")
+
+
+def _checked(node: Node, out: object, types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
+    """An op's results (`out`: one, or a tuple), each checked against the graph's `types`."""
     results = out if isinstance(out, tuple) else (out,)
     if len(results) != len(types):
         raise TosaError(f"{node.label}: the op returned {len(results)} results, the graph declares {len(types)}")
@@ -328,14 +362,6 @@ def _call(node: Node, fn: Callable[..., object], kwargs: dict[str, object],
             got = TensorType(value.dtype, value.shape) if isinstance(value, np.ndarray) else type(value).__name__
             raise TosaError(f"{node.label}: result {i} is {got}, the graph declares {t}")
     return results  # type: ignore[return-value]
-
-
-def _observed(observer: Observer, node: Node, fn: Callable[..., object], kwargs: dict[str, object],
-              types: tuple[TensorType, ...]) -> tuple[np.ndarray, ...]:
-    start = time.perf_counter()
-    results = _call(node, fn, kwargs, types)
-    observer(node, results, start, time.perf_counter())
-    return results
 
 
 def _owned(value: np.ndarray, fresh: bool, inputs: Sequence[np.ndarray], handed: list[np.ndarray]) -> np.ndarray:

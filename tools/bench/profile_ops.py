@@ -196,11 +196,13 @@ def main(argv: list[str] | None = None) -> int:
 
         make_step = patterns._step  # a pattern's step, timed under the pattern's name
 
-        def timed_step(name: str, fn: Callable[..., object], found: patterns.Steps,
-                       indices: list[int], *rest: object, **named: object) -> object:
+        def timed_step(name: str, make: Callable[[], Callable[..., object]],
+                       found: patterns.Steps, indices: list[int], *rest: object,
+                       **named: object) -> object:
             weight = found.planned[indices[0]].args.get("weight")  # a convolution's (CONV2D + ADD)
-            return make_step(name, _timed(name, fn, spent, steps, depth, by_shape=args.by_shape,
-                                          kinds=kinds, weight=getattr(weight, "value", None)),
+            return make_step(name, lambda: _timed(name, make(), spent, steps, depth,
+                                                  by_shape=args.by_shape, kinds=kinds,
+                                                  weight=getattr(weight, "value", None)),
                              found, indices, *rest, **named)
         patterns._step = timed_step
     model = load_exported(args.model, args.models_dir) if args.models_dir else build(args.model)
