@@ -60,3 +60,44 @@ def test_a_plan_keeps_as_much_as_its_results_take(monkeypatch):
     plan = FastPlan(graph, constants)
     total = sum(t.size * t.dtype.itemsize for step in plan._steps for t in step.types)
     assert asked == [total] and total > 0
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int8", "int32", "float64"])
+def test_aligned_copies_start_on_a_cache_line(dtype):
+    """memory.aligned: the same values, shape and type, C-contiguous, from a line boundary,
+    whatever the source's layout (a transposed view, as a convolution's weight matrix is)."""
+    import numpy as np
+
+    source = np.arange(7 * 13, dtype=dtype).reshape(13, 7).T
+    for _ in range(8):  # numpy's own arrays start anywhere on 16 bytes
+        copy = memory.aligned(source)
+        assert copy.ctypes.data % memory.LINE == 0
+        assert copy.flags.c_contiguous and copy.dtype == source.dtype
+        np.testing.assert_array_equal(copy, source)
+
+
+def test_the_depthwise_and_1x1_forms_read_weights_on_cache_lines():
+    """The weights the compiled loops read in 512-bit vectors (a depthwise layer's tiled taps,
+    a 1x1 convolution's matrix) start on a cache line."""
+    import numpy as np
+
+    from pyvgf.fast import conv
+
+    rng = np.random.default_rng(3)
+    zero = np.zeros(1, np.float32)
+    form = conv.DepthwiseConv(
+        (1, 8, 8, 16),
+        dict(weight=rng.standard_normal((3, 3, 48, 1)).astype(np.float32),
+             bias=rng.standard_normal(48).astype(np.float32), input_zp=zero, weight_zp=zero,
+             pad=np.array([1, 1, 1, 1]), stride=np.array([1, 1]), dilation=np.array([1, 1])),
+        (0.0, 6.0, False),
+        dict(weight=rng.standard_normal((24, 1, 1, 48)).astype(np.float32),
+             bias=rng.standard_normal(24).astype(np.float32), input_zp=zero, weight_zp=zero,
+             pad=np.zeros(4, np.int64), stride=np.array([1, 1]), dilation=np.array([1, 1])),
+        (-np.inf, np.inf, False),
+        (dict(weight=rng.standard_normal((48, 1, 1, 16)).astype(np.float32),
+              bias=rng.standard_normal(48).astype(np.float32), input_zp=zero, weight_zp=zero,
+              pad=np.zeros(4, np.int64), stride=np.array([1, 1]), dilation=np.array([1, 1])),
+         (0.0, 6.0, False)))
+    for weights in (form.window[1], form.matrix, form.expand[0]):
+        assert weights.ctypes.data % memory.LINE == 0
