@@ -32,6 +32,7 @@ from .compiled import (
     gemm_rows_rescaled,
     gemm_rows_vnni,
 )
+from .memory import aligned
 
 T = TypeVar("T")
 
@@ -84,13 +85,13 @@ def along_rows(x: np.ndarray, vector: np.ndarray) -> tuple[np.ndarray, np.ndarra
         return x, vector
     reps = x.shape[-2]
     return (x.reshape(-1, reps * x.shape[-1]),
-            prepared(vector, ("along_rows", reps), lambda: np.tile(vector, reps)))
+            prepared(vector, ("along_rows", reps), lambda: aligned(np.tile(vector, reps))))
 
 
 def per_channel(values: np.ndarray, channels: int, dtype: np.dtype) -> np.ndarray:
     """values (one, or one per channel) as a contiguous vector of `channels` entries of `dtype`
     (prepared once for a constant)."""
-    return prepared(values, ("per_channel", channels, np.dtype(dtype)), lambda: np.ascontiguousarray(
+    return prepared(values, ("per_channel", channels, np.dtype(dtype)), lambda: aligned(
         np.broadcast_to(np.asarray(values, dtype).reshape(-1), (channels,))))
 
 
@@ -148,7 +149,7 @@ def _split(a: np.ndarray, b: np.ndarray, out: np.ndarray, finishing: bool) -> _S
         if b.flags.f_contiguous:
             return _Split(parts, b.T)
         if immutable(b):
-            return _Split(parts, prepared(b, "transposed", lambda: np.ascontiguousarray(b.T)))
+            return _Split(parts, prepared(b, "transposed", lambda: aligned(b.T)))
     blocks = _row_blocks(rows, cols * b.itemsize, finishing, workers)
     return None if blocks is None else _Split(blocks)
 
@@ -290,14 +291,14 @@ def int8_gemm(weight: np.ndarray, input_zp: int, rescale: Rescale) -> tuple[np.n
     if weight.dtype != I8 or k * 255 * 128 >= 1 << 31:
         return None
     if compiled.VNNI and k % 4 == 0:
-        matrix = prepared(weight, "int8 packed", lambda: compiled.vnni_packed(weight))
+        matrix = prepared(weight, "int8 packed", lambda: aligned(compiled.vnni_packed(weight)))
     elif blas.INT8:
-        matrix = prepared(weight, "int8 matrix", lambda: np.ascontiguousarray(weight))
+        matrix = prepared(weight, "int8 matrix", lambda: aligned(weight))
     else:
         return None
     sums = prepared(weight, "int8 column sums", lambda: weight.sum(axis=0, dtype=I64))
     offset, *rest = rescale
-    return matrix, (offset - (128 + input_zp) * sums, *rest)  # type: ignore[return-value]
+    return matrix, (aligned(offset - (128 + input_zp) * sums), *rest)  # type: ignore[return-value]
 
 
 def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
