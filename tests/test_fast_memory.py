@@ -78,10 +78,12 @@ def test_aligned_copies_start_on_a_cache_line(dtype):
 
 def test_the_depthwise_and_1x1_forms_read_weights_on_cache_lines():
     """The weights the compiled loops read in 512-bit vectors (a depthwise layer's tiled taps,
-    a 1x1 convolution's matrix) start on a cache line."""
+    a 1x1 convolution's matrix) start on a cache line, read-only as the constants they come
+    from (a GEMM splits its columns over the threads only for an immutable weight)."""
     import numpy as np
 
     from pyvgf.fast import conv
+    from pyvgf.types import immutable
 
     rng = np.random.default_rng(3)
     zero = np.zeros(1, np.float32)
@@ -101,3 +103,4 @@ def test_the_depthwise_and_1x1_forms_read_weights_on_cache_lines():
          (0.0, 6.0, False)))
     for weights in (form.window[1], form.matrix, form.expand[0]):
         assert weights.ctypes.data % memory.LINE == 0
+        assert immutable(weights)

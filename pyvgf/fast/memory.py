@@ -61,12 +61,16 @@ LINE = 64
 """Bytes in a cache line: `aligned` starts arrays on a multiple of it."""
 
 
-def aligned(a: np.ndarray) -> np.ndarray:
+def aligned(a: np.ndarray, *, readonly: bool = False) -> np.ndarray:
     """A C-contiguous copy of `a` whose first element is on a LINE boundary (numpy aligns to
     16 bytes): a compiled loop reading it in 512-bit vectors then never reads across two cache
-    lines where its rows are a whole number of lines (compiled._aligned is the loops' own)."""
+    lines where its rows are a whole number of lines (compiled._aligned is the loops' own).
+    `readonly`: the copy and the memory under it are read-only, so that the copy counts as
+    immutable (types.immutable), as a view of a constant does."""
     buf = np.empty(a.nbytes + LINE, np.uint8)
     skip = -buf.ctypes.data % LINE
     out = buf[skip:skip + a.nbytes].view(a.dtype).reshape(a.shape)
     out[...] = a
+    if readonly:
+        out.flags.writeable = buf.flags.writeable = False
     return out
