@@ -211,16 +211,15 @@ def _gemm_int8(x: np.ndarray, w: np.ndarray, acc: np.ndarray) -> None:
 
 
 @_inlined
-def _aligned(shape: tuple, like: np.ndarray) -> np.ndarray:
-    """np.empty(shape, like.dtype) starting on a 64-byte boundary, a cache line, where numba
-    aligns to 32 bytes: the depthwise loops' 512-bit loads and stores of a run then never
-    straddle two lines (alone, 3x3 depthwise layers of MobileNetV2 took 0.7-0.75x the time)."""
+def _aligned(shape: tuple, dtype: object) -> np.ndarray:
+    """np.empty(shape, dtype) starting on a 64-byte boundary, a cache line, where numba
+    aligns to 32 bytes: the loops' 512-bit loads and stores of a row then never straddle two
+    lines (alone, 3x3 depthwise layers of MobileNetV2 took 0.70-0.75x the time so)."""
     size = 1
     for extent in shape:
         size *= extent
-    lanes = 64 // like.itemsize
-    buf = np.empty(size + lanes, like.dtype)
-    skip = (64 - buf.ctypes.data % 64) % 64 // like.itemsize
+    buf = np.empty(size + 64, dtype)
+    skip = (64 - buf.ctypes.data % 64) % 64 // buf.itemsize
     return buf[skip:skip + size].reshape(shape)
 
 
@@ -409,7 +408,7 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
     n, rows, width, channels = out.shape
     for j in prange(n * rows):
         b, r = j // rows, j % rows
-        acc = _aligned((width, channels), w)
+        acc = _aligned((width, channels), w.dtype)
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
                     dilation_y, dilation_x, acc)
         for ox in range(width):
@@ -447,7 +446,7 @@ def _depthwise_gemm_band(x: np.ndarray, zero_point: float, w: np.ndarray, pad_to
     where inlined into each it took 5 s and 13 s to compile."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
     bias, low, high, nan_to_low = first
-    made = _aligned((stop - top, width, channels), x)
+    made = _aligned((stop - top, width, channels), x.dtype)
     for r in range(top, stop):
         row = made[r - top]
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
@@ -481,7 +480,7 @@ def expanded_gemm_rows(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_p
                            stride_x, dilation_y, dilation_x, first, matrix, then, residual, out,
                            k * band, min(rows, k * band + band))
         return
-    made = _aligned((1, height, x.shape[2], expand.shape[1]), x)
+    made = _aligned((1, height, x.shape[2], expand.shape[1]), x.dtype)
     step = -(-height // bands)
     for k in prange(bands):
         start, end = min(height, k * step), min(height, k * step + step)
@@ -503,7 +502,7 @@ def _expanded_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point
     the band of depthwise_gemm_rows from that block, whose row 0 is the expansion's row
     `start` (called, not inlined, as _depthwise_gemm_band)."""
     start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
-    made = _aligned((1, end - start, x.shape[2], expand.shape[1]), x)
+    made = _aligned((1, end - start, x.shape[2], expand.shape[1]), x.dtype)
     _widen(x, expand, widened, made.reshape(-1, expand.shape[1]), start, end)
     _depthwise_gemm_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
                          dilation_y, dilation_x, first, matrix, then, residual, out, 0, top,
@@ -686,11 +685,11 @@ def gemm_rows_rescaled(a: np.ndarray, a_offset: float, b: np.ndarray, out: np.nd
     for k in prange(blocks):
         first, stop = k * step, min(rows, k * step + step)
         if first < stop:
-            part = np.empty((stop - first, a.shape[1]), b.dtype)
+            part = _aligned((stop - first, a.shape[1]), b.dtype)
             for i in range(stop - first):
                 for j in range(a.shape[1]):
                     part[i, j] = a[first + i, j] - a_offset
-            acc = np.empty((stop - first, cols), b.dtype)
+            acc = _aligned((stop - first, cols), b.dtype)
             _gemm(part, b, acc)
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
@@ -710,11 +709,11 @@ def gemm_columns_rescaled(a: np.ndarray, a_offset: float, bt: np.ndarray, out: n
     for k in prange(blocks):
         first, stop = k * step, min(cols, k * step + step)
         if first < stop:
-            whole = np.empty(a.shape, bt.dtype)
+            whole = _aligned(a.shape, bt.dtype)
             for i in range(rows):
                 for j in range(a.shape[1]):
                     whole[i, j] = a[i, j] - a_offset
-            part = np.empty((rows, stop - first), bt.dtype)
+            part = _aligned((rows, stop - first), bt.dtype)
             _gemm(whole, bt[first:stop].T, part)
             for i in range(rows):
                 _rescale_row(part[i], offset[first:stop], True, multiplier[first:stop],
@@ -734,7 +733,7 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
     for k in prange(blocks):
         first, stop = k * step, min(rows, k * step + step)
         if first < stop:
-            acc = np.empty((stop - first, cols), np.int32)
+            acc = _aligned((stop - first, cols), np.int32)
             _gemm_int8(_plus_128(x[first:stop]), w, acc)
             for i in range(stop - first):
                 _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
@@ -893,7 +892,7 @@ def _vnni_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
     """out[r] for rows first..stop: (x[r] + 128) @ the weight w was packed from
     (_int8_products), VNNI_ROWS rows at a time into a block that stays in L1, each row then
     rescaled as _rescale_row says (gemm_rows_vnni's block, depthwise_gemm_rows_vnni's band)."""
-    acc = np.empty((VNNI_ROWS, w.shape[1]), np.int32)
+    acc = _aligned((VNNI_ROWS, w.shape[1]), np.int32)
     for start in range(first, stop, VNNI_ROWS):
         count = min(VNNI_ROWS, stop - start)
         _int8_products(x, start, count, w, acc)
@@ -937,8 +936,8 @@ def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top:
     """Output rows top..stop of image b of depthwise_gemm_rows_vnni (called, not inlined,
     as _depthwise_gemm_band)."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
-    made = _aligned(((stop - top) * width, channels), x)
-    acc = _aligned((width, channels), w)
+    made = _aligned(((stop - top) * width, channels), x.dtype)
+    acc = _aligned((width, channels), w.dtype)
     for r in range(top, stop):
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
                     dilation_y, dilation_x, acc)
@@ -975,7 +974,7 @@ def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
                                 y_first, y_scale, x_scale, out_scale, out, k * band,
                                 min(rows, k * band + band))
         return
-    made = _aligned((1, height, x.shape[2], channels), x)
+    made = _aligned((1, height, x.shape[2], channels), x.dtype)
     pixels, block = x[0].reshape(-1, x.shape[3]), made.reshape(-1, channels)
     step = -(-height // bands) * x.shape[2]
     for k in prange(bands):
@@ -998,7 +997,7 @@ def _expanded_vnni_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_
     """Output rows top..stop of expanded_gemm_rows_vnni with `halo`, as _expanded_band makes
     those of expanded_gemm_rows."""
     start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
-    made = _aligned((1, end - start, x.shape[2], first[0].shape[0]), x)
+    made = _aligned((1, end - start, x.shape[2], first[0].shape[0]), x.dtype)
     block = made.reshape(-1, first[0].shape[0])
     _widen_vnni(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand, widened,
                 block)
@@ -1028,7 +1027,7 @@ def gemm_columns_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int
     for k in prange(blocks):
         first, stop = k * step, min(cols, k * step + step)
         if first < stop:
-            acc = np.empty((rows, stop - first), np.int32)
+            acc = _aligned((rows, stop - first), np.int32)
             _gemm_int8(_plus_128(x), w[:, first:stop], acc)
             for i in range(rows):
                 _rescale_row(acc[i], offset[first:stop], True, multiplier[first:stop],
@@ -1387,7 +1386,7 @@ def _block_product(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw:
                    dilation_x: int, rows: int, width: int, out: np.ndarray) -> None:
     """out [rows * OW, OC] = the _patches of `rows` output rows (the first row's windows
     starting at row `top`) times w, in one BLAS call."""
-    patches = _aligned((w.shape[0], rows * width), w)
+    patches = _aligned((w.shape[0], rows * width), w.dtype)
     _patches(x, zero_point, kh, kw, b, top, pad_left, stride_y, stride_x, dilation_y,
              dilation_x, rows, width, patches)
     _gemm(patches.T, w, out)
@@ -1431,7 +1430,7 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
-        acc = np.empty((count * width, channels), w.dtype)
+        acc = _aligned((count * width, channels), w.dtype)
         _block_product(x, zero_point, w, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
                        stride_x, dilation_y, dilation_x, count, width, acc)
         for i in range(count * width):
