@@ -243,7 +243,7 @@ def test_a_run_without_a_watcher_takes_no_observed_path(monkeypatch):
     with pyvgf.load(fixtures.model("interpreter_fuse_i8")) as model:
         x = _int8_input(model)
         want = model.run([x])
-        monkeypatch.setattr(interpreter, "_observed", observed)
+        monkeypatch.setattr(interpreter.GraphPlan, "_observed", observed)
         np.testing.assert_array_equal(model.run([x])[0], want[0])
         with pytest.raises(AssertionError, match="the observer path"):  # the patch is in effect
             debug.profile(model, [x])
