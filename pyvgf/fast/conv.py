@@ -92,9 +92,9 @@ def _compute_dtype(weight: np.ndarray, weight_zp: int, input_dtype: np.dtype, in
 def _matrix(weight: np.ndarray, weight_zp: int, dtype: np.dtype,
             layout: Callable[[np.ndarray], np.ndarray]) -> np.ndarray:
     """layout(weight - weight_zp) as `dtype`, prepared once for a constant weight: a
-    read-only C-contiguous copy on a cache line (memory.aligned). MKL's sgemm read MobileNetV2's 1x1
-    weights so 1.03-1.36x as fast as the transposed view of the constant they had been, 16
-    bytes past a line; the model took 0.98x the time in fp32."""
+    read-only C-contiguous copy on a cache line (memory.aligned). MKL's sgemm read
+    MobileNetV2's 1x1 weights so 1.03-1.36x as fast as the transposed view of the constant
+    they had been, 16 bytes past a line; the model took 0.98x the time in fp32."""
     def make() -> np.ndarray:
         if weight_zp == 0:
             m = layout(weight).astype(dtype, copy=False)
@@ -501,12 +501,13 @@ class _Depthwise:
             # The loop's sums go straight to RESCALE: int32 holds them exactly, and the loop
             # reads int8 without converting it to float, then rescales without converting back.
             self.dtype = dtype = I32
+        # Read-only and on a cache line, as _matrix makes it, tiled or not (numba compiles a
+        # loop once for each of read-only and writable, and a second copy of the depthwise
+        # loops took 6-13 s more).
         w = _matrix(weight, wzp, dtype, _depthwise_taps).reshape(kh, kw, channels * self.mult)
         if (kh, kw, stride[1], dilation[1]) == (3, 3, 1, 1):  # compiled._spans_3x3's runs
-            w = np.tile(w, (1, 1, max(1, SPAN_VALUES // w.shape[2])))
-        # Read-only (numba compiles a loop once for each of read-only and writable, and a
-        # second copy of the depthwise loops took 6-13 s more).
-        w = memory.aligned(w, readonly=True)
+            w = memory.aligned(np.tile(w, (1, 1, max(1, SPAN_VALUES // w.shape[2]))),
+                               readonly=True)
         self.window = (dtype.type(izp), w, pads[0][0], pads[1][0], *stride, *dilation)
         self.native = np.dtype(in_dtype) in _NATIVE
 
