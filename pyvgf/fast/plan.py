@@ -86,7 +86,9 @@ class FastPlan(GraphPlan):
         """How many times a step has run the reference operators because a loop it calls was
         still being compiled (`_instead`)."""
         self._known: dict[int, dict[str, object]] = {}
-        """Each step's known operands, by its node's id: what `_instead` gives the reference."""
+        """The known operands of each step whose plan-time form stands in for them (by its
+        node's id; the others' step passes them with its run-time ones): what `_instead` gives
+        the reference."""
         super().__init__(graph, constants, fast_ops(OPS) if ops is None else ops,
                          every_step=every_step)
         memory.keep_freed(sum(t.size * t.dtype.itemsize for step in self._steps for t in step.types))
@@ -151,10 +153,10 @@ class FastPlan(GraphPlan):
                  runtime: dict[str, TensorType] | None
                  ) -> tuple[Callable[..., object], dict[str, object]]:
         """The op's plan-time form where it has one (registry.py, `prepare`)."""
-        self._known[node.id] = {k: v for k, v in static.items() if k != "epilogue"}
         if opdef.prepare is not None and runtime is not None:
             made = guard(node, lambda: opdef.prepare(**static, **runtime))  # type: ignore[misc]
             if made is not None:
+                self._known[node.id] = static
                 return made, {}
         return opdef.fn, static
 
@@ -167,10 +169,11 @@ class FastPlan(GraphPlan):
         where it is not fused), in turn."""
         self.interim_steps += 1
         node = step.node
-        operands = {k: v for k, v in operands.items() if k != "epilogue"}
         group = self._groups.get(node.id)
-        if group is None:  # (operands may hold the known ones too: fn's `static`)
-            return guard(node, lambda: OPS[node.op].fn(**{**self._known[node.id], **operands}))
+        operands = {k: v for k, v in {**self._known.get(node.id, {}), **operands}.items()
+                    if k != "epilogue"}
+        if group is None:
+            return guard(node, lambda: OPS[node.op].fn(**operands))
         return guard(node, lambda: self._reference(*group, operands))
 
     def _reference(self, step_args: Args, nodes: Sequence[tuple[Node, Args]],
