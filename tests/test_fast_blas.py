@@ -165,7 +165,7 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
         monkeypatch.setattr(compiled, "VNNI", False)
     else:
         if not compiled.VNNI:
-            pytest.skip("this CPU has no AVX-512 VNNI")
+            pytest.skip("this CPU has neither AVX-512 VNNI nor AVX2")
         monkeypatch.setattr(blas, "INT8", False)
     rng = np.random.default_rng(rows + k + 1000 + input_zp)
     a = rng.integers(-128, 128, (rows, k)).astype(np.int8)
@@ -224,7 +224,7 @@ def test_int8_convolutions_take_the_vnni_loop_where_the_cpu_has_it(k, columns, v
     """A 1x1 int8 convolution's products are made by compiled.gemm_rows_vnni where its input
     channels come in fours (its input rows are read four bytes at a time)."""
     if not compiled.VNNI:
-        pytest.skip("this CPU has no AVX-512 VNNI")
+        pytest.skip("this CPU has neither AVX-512 VNNI nor AVX2")
     weight = np.ones((k, columns), np.int8)
     weight.flags.writeable = False
     rescale = _rescale(np.random.default_rng(k), columns, False)
@@ -235,14 +235,17 @@ def test_int8_convolutions_take_the_vnni_loop_where_the_cpu_has_it(k, columns, v
         assert made is None or made[0].dtype == np.int8  # MKL's, where bound
 
 
-@pytest.mark.parametrize("name, features, vnni", [
-    (None, "+avx2,+fma", False),
-    (None, "+avx512f,+avx512vnni", True),
-    ("generic", None, False),  # a CPU named alone (a portable cache): taken to lack it
+@pytest.mark.parametrize("name, features, tiles", [
+    (None, "+avx2,+fma", "avx2"),
+    (None, "+avx2,+avx512f,+avx512vnni", "avx512vnni"),
+    (None, "+avx2,+avx512f,-avx512vnni", "avx2"),
+    (None, "+sse4.2", None),
+    ("generic", None, None),  # a CPU named alone (a portable cache): taken to lack both
 ])
-def test_vnni_only_where_numba_compiles_for_it(monkeypatch, name, features, vnni):
-    """The VNNI loop runs only where the code numba makes may use the instruction: with the
-    user's NUMBA_CPU_NAME or NUMBA_CPU_FEATURES, as those say, not as the host is."""
+def test_int8_tiles_only_where_numba_compiles_for_them(monkeypatch, name, features, tiles):
+    """The int8 tiles use VNNI, else AVX2, only where the code numba makes may use the
+    instructions: with the user's NUMBA_CPU_NAME or NUMBA_CPU_FEATURES, as those say, not as
+    the host is."""
     monkeypatch.setattr(compiled.numba_config, "CPU_NAME", name)
     monkeypatch.setattr(compiled.numba_config, "CPU_FEATURES", features)
-    assert compiled._vnni() is vnni
+    assert compiled._int8_tiles() == tiles

@@ -636,7 +636,7 @@ def _vnni() -> None:
     from pyvgf.fast import compiled
 
     if not compiled.VNNI:
-        pytest.skip("this CPU has no AVX-512 VNNI")
+        pytest.skip("this CPU has neither AVX-512 VNNI nor AVX2")
 
 
 @pytest.mark.parametrize("size, channels, columns, options", [

@@ -740,40 +740,62 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                              double_round, out[first + i])
 
 
-def _vnni() -> bool:
-    """Whether the code numba makes here may use AVX-512 VNNI: the features it compiles for
-    (NUMBA_CPU_FEATURES where the user set them, else this CPU's) include it. A CPU named by
-    NUMBA_CPU_NAME alone (a portable cache) is taken to lack it."""
+def _int8_tiles() -> str | None:
+    """The instruction set of the int8 tiles (_int8_products) in the code numba makes here:
+    "avx512vnni" where the features it compiles for (NUMBA_CPU_FEATURES where the user set
+    them, else this CPU's) include AVX-512 VNNI, else "avx2" where they include AVX2, else
+    None. A CPU named by NUMBA_CPU_NAME alone (a portable cache) is taken to lack both."""
     if numba_config.CPU_FEATURES is not None:
-        return "+avx512vnni" in numba_config.CPU_FEATURES.split(",")
-    return numba_config.CPU_NAME is None and bool(
-        llvmlite.binding.get_host_cpu_features().get("avx512vnni"))
+        features = set(numba_config.CPU_FEATURES.split(","))
+        return next((isa for isa in _TILES if f"+{isa}" in features), None)
+    if numba_config.CPU_NAME is not None:
+        return None
+    host = llvmlite.binding.get_host_cpu_features()
+    return next((isa for isa in _TILES if host.get(isa)), None)
 
 
-VNNI = _vnni()
-"""Whether gemm_rows_vnni may run here: its loop is compiled and run only where it may (and
-numba's cache is keyed to the CPU, so a cached copy never meets another)."""
+_TILES = {"avx512vnni": (16, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
+          "avx2": (8, 2, 2, "llvm.x86.avx2.pmadd.wd")}
+"""Per instruction set, best first: the int32 lanes of a register, the input channels of a
+packed word, the groups of lanes a tile holds per row (as many as its registers allow: two
+on AVX2's 16 registers took 0.7-0.8x the time of three or four where the input channels are
+few) and the LLVM intrinsic making a lane's products: vpdpbusd adds four uint8 x int8
+products to each int32 lane; vpmaddwd, without VNNI, sums two int16 x int16 products into
+each lane (exact: vpmaddubsw's int16 sums would saturate)."""
 
-VNNI_LANES = 16
-"""int32 lanes of a 512-bit register: vnni_packed's columns come in groups of as many."""
+VNNI = _int8_tiles()
+"""The instruction set gemm_rows_vnni's tiles use here, or None where the CPU has neither
+(the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
+never meets another)."""
 
-VNNI_ROWS, _VNNI_CHUNKS = 4, 4
-"""A VNNI tile: input rows times groups of VNNI_LANES columns, its sums in as many registers."""
+VNNI_LANES, PACK_DEPTH, _VNNI_CHUNKS, _PRODUCTS = _TILES[VNNI or "avx512vnni"]
+"""The int32 lanes of a register (vnni_packed's columns come in groups of as many), the input
+channels a packed word holds, a tile's groups of lanes per row and the tiles' intrinsic."""
+
+VNNI_ROWS = 4
+"""The input rows of a tile: its sums are held in VNNI_ROWS x _VNNI_CHUNKS registers."""
+
+_WIDEN = PACK_DEPTH == 2
+"""Whether a tile's input rows are widened first to int16 + 128 (vpmaddwd), else read as
+int8 with their sign bits flipped (vpdpbusd's uint8 is int8 + 128)."""
 
 _LANE, _INDEX = ir.IntType(32), ir.IntType(64)
 _VECTOR = ir.VectorType(_LANE, VNNI_LANES)
+_PAIRS = ir.VectorType(ir.IntType(16), 2 * VNNI_LANES)
 _ZEROS = ir.Constant(_VECTOR, [0] * VNNI_LANES)
 _SIGN_BITS = ir.Constant(_LANE, 0x80808080 - (1 << 32))
 
 
 def vnni_packed(weight: np.ndarray) -> np.ndarray:
-    """An int8 weight [K, N] (K a multiple of 4) as gemm_rows_vnni reads it: int32 words
-    [K / 4, N rounded up to VNNI_LANES], word (g, n) holding weight[4g:4g + 4, n], zero past N."""
+    """An int8 weight [K, N] (K a multiple of PACK_DEPTH) as gemm_rows_vnni reads it: int32
+    words [K / PACK_DEPTH, N rounded up to VNNI_LANES], word (g, n) holding
+    weight[PACK_DEPTH * g:PACK_DEPTH * (g + 1), n] (as int8 for VNNI, as int16 for AVX2),
+    zero past N."""
     k, n = weight.shape
     width = -(-n // VNNI_LANES) * VNNI_LANES
-    words = np.zeros((k // 4, width, 4), np.int8)
-    words[:, :n] = weight.reshape(k // 4, 4, n).transpose(0, 2, 1)
-    return words.view(np.int32).reshape(k // 4, width)
+    words = np.zeros((k // PACK_DEPTH, width, PACK_DEPTH), np.int16 if _WIDEN else np.int8)
+    words[:, :n] = weight.reshape(k // PACK_DEPTH, PACK_DEPTH, n).transpose(0, 2, 1)
+    return words.view(np.int32).reshape(k // PACK_DEPTH, width)
 
 
 def _at(builder: ir.IRBuilder, pointer: ir.Value, offset: ir.Value) -> ir.Value:
@@ -783,10 +805,11 @@ def _at(builder: ir.IRBuilder, pointer: ir.Value, offset: ir.Value) -> ir.Value:
 
 def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
     """An intrinsic tile(x, x_first, x_step, w, column, groups, acc): for `rows` input rows
-    (x flat int8, row r from x_first + r * x_step) and `chunks` groups of VNNI_LANES columns
-    from `column` of w [groups, width] (vnni_packed), acc[r * width + column + ...] (flat
-    int32) = the sums over the first 4 * groups input channels of (x + 128) * weight, held in
-    rows x chunks registers while `vpdpbusd` adds four products to each lane per group."""
+    (x flat bytes, row r from x_first + r * x_step: int8, or int16 + 128 where _WIDEN) and
+    `chunks` groups of VNNI_LANES columns from `column` of w [groups, width] (vnni_packed),
+    acc[r * width + column + ...] (flat int32) = the sums over the first PACK_DEPTH * groups
+    input channels of (x + 128) * weight, held in rows x chunks registers while _PRODUCTS
+    adds PACK_DEPTH products to each lane per group."""
 
     @intrinsic
     def tile(typingctx: object, x: object, x_first: object, x_step: object, w: object,
@@ -798,9 +821,10 @@ def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
                 for t, v in zip(signature.args[::3], (xs, ws, accs)))
             x_data, acc_data = x_array.data, acc_array.data
             width = builder.extract_value(w_array.shape, 1)
-            dpbusd = cgutils.get_or_insert_function(
-                builder.module, ir.FunctionType(_VECTOR, [_VECTOR] * 3),
-                "llvm.x86.avx512.vpdpbusd.512")
+            vector = _PAIRS if _WIDEN else _VECTOR
+            products = cgutils.get_or_insert_function(
+                builder.module, ir.FunctionType(_VECTOR, [vector] * (2 if _WIDEN else 3)),
+                _PRODUCTS)
             sums = [[cgutils.alloca_once_value(builder, _ZEROS) for _ in range(chunks)]
                     for _ in range(rows)]
             starts = [builder.gep(x_data, [builder.add(first, builder.mul(_INDEX(r), step))])
@@ -813,14 +837,20 @@ def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
                 for r in range(rows):
                     four = builder.bitcast(builder.gep(starts[r], [builder.mul(g, _INDEX(4))]),
                                            _LANE.as_pointer())
+                    word = builder.load(four, align=1)
                     # The sign bits flipped before the broadcast: flipped after it, LLVM 22's
                     # instruction selection never ended.
-                    flipped = builder.xor(builder.load(four, align=1), _SIGN_BITS)
-                    inputs = builder.shuffle_vector(
-                        builder.insert_element(_ZEROS, flipped, _LANE(0)), _ZEROS, _ZEROS)
+                    inputs = builder.shuffle_vector(builder.insert_element(
+                        _ZEROS, word if _WIDEN else builder.xor(word, _SIGN_BITS), _LANE(0)),
+                        _ZEROS, _ZEROS)
                     for c in range(chunks):
-                        builder.store(builder.call(dpbusd, [builder.load(sums[r][c]), inputs, words[c]]),
-                                      sums[r][c])
+                        total = builder.load(sums[r][c])
+                        if _WIDEN:
+                            total = builder.add(total, builder.call(products, [
+                                builder.bitcast(inputs, _PAIRS), builder.bitcast(words[c], _PAIRS)]))
+                        else:
+                            total = builder.call(products, [total, inputs, words[c]])
+                        builder.store(total, sums[r][c])
             for r in range(rows):
                 out = builder.add(builder.mul(_INDEX(r), width), col)
                 for c in range(chunks):
@@ -833,39 +863,49 @@ def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
     return tile
 
 
-_ROWS_1, _ROWS_2, _ROWS_3, _ROWS_4 = (_vnni_tile(VNNI_ROWS, c) for c in range(1, _VNNI_CHUNKS + 1))
-_ROW_1, _ROW_2, _ROW_3, _ROW_4 = (_vnni_tile(1, c) for c in range(1, _VNNI_CHUNKS + 1))
+_ROWS_1, _ROWS_2, _ROWS_3, _ROWS_4 = (_vnni_tile(VNNI_ROWS, min(c, _VNNI_CHUNKS)) for c in range(1, 5))
+_ROW_1, _ROW_2, _ROW_3, _ROW_4 = (_vnni_tile(1, min(c, _VNNI_CHUNKS)) for c in range(1, 5))
 
 
 @_inlined
-def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np.ndarray) -> None:
+def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np.ndarray,
+                   wide: np.ndarray) -> None:
     """acc[r] = (x[first + r] + 128) @ the weight w was packed from, for r < count <= VNNI_ROWS
-    (x int8 [M, K] C-contiguous, w as vnni_packed made it, acc int32 [VNNI_ROWS, w's width]):
-    VNNI_ROWS rows a tile where count is as many, else a row a tile."""
-    flat, k, width, sums = x.reshape(-1), x.shape[1], w.shape[1], acc.reshape(-1)
-    groups = k // 4
+    (x int8 [M, K] C-contiguous, w as vnni_packed made it, acc int32 [VNNI_ROWS, w's width];
+    `wide` int16 [VNNI_ROWS, K] where _WIDEN, for the rows widened): VNNI_ROWS rows a tile
+    where count is as many, else a row a tile."""
+    k, width, sums = x.shape[1], w.shape[1], acc.reshape(-1)
+    groups = k // PACK_DEPTH
+    if _WIDEN:
+        for r in range(count):
+            row, into = x[first + r], wide[r]
+            for j in range(k):
+                into[j] = np.int16(row[j]) + 128
+        flat, x_first, x_step = wide.reshape(-1).view(np.int8), 0, 2 * k
+    else:
+        flat, x_first, x_step = x.reshape(-1), first * k, k
     for column in range(0, width, VNNI_LANES * _VNNI_CHUNKS):
         chunks = min(_VNNI_CHUNKS, (width - column) // VNNI_LANES)
         if count == VNNI_ROWS:
             if chunks == 4:
-                _ROWS_4(flat, first * k, k, w, column, groups, sums)
+                _ROWS_4(flat, x_first, x_step, w, column, groups, sums)
             elif chunks == 3:
-                _ROWS_3(flat, first * k, k, w, column, groups, sums)
+                _ROWS_3(flat, x_first, x_step, w, column, groups, sums)
             elif chunks == 2:
-                _ROWS_2(flat, first * k, k, w, column, groups, sums)
+                _ROWS_2(flat, x_first, x_step, w, column, groups, sums)
             else:
-                _ROWS_1(flat, first * k, k, w, column, groups, sums)
+                _ROWS_1(flat, x_first, x_step, w, column, groups, sums)
             continue
         for r in range(count):
-            row = sums[r * width:]
+            row_sums, at = sums[r * width:], x_first + r * x_step
             if chunks == 4:
-                _ROW_4(flat, (first + r) * k, k, w, column, groups, row)
+                _ROW_4(flat, at, x_step, w, column, groups, row_sums)
             elif chunks == 3:
-                _ROW_3(flat, (first + r) * k, k, w, column, groups, row)
+                _ROW_3(flat, at, x_step, w, column, groups, row_sums)
             elif chunks == 2:
-                _ROW_2(flat, (first + r) * k, k, w, column, groups, row)
+                _ROW_2(flat, at, x_step, w, column, groups, row_sums)
             else:
-                _ROW_1(flat, (first + r) * k, k, w, column, groups, row)
+                _ROW_1(flat, at, x_step, w, column, groups, row_sums)
 
 
 @_RowLoop
@@ -893,9 +933,10 @@ def _vnni_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
     (_int8_products), VNNI_ROWS rows at a time into a block that stays in L1, each row then
     rescaled as _rescale_row says (gemm_rows_vnni's block, depthwise_gemm_rows_vnni's band)."""
     acc = _aligned((VNNI_ROWS, w.shape[1]), np.int32)
+    wide = np.empty((VNNI_ROWS, x.shape[1] if _WIDEN else 0), np.int16)
     for start in range(first, stop, VNNI_ROWS):
         count = min(VNNI_ROWS, stop - start)
-        _int8_products(x, start, count, w, acc)
+        _int8_products(x, start, count, w, acc, wide)
         for i in range(count):
             _rescale_row(acc[i, :out.shape[1]], offset, True, multiplier, shift, output_zp,
                          low, high, double_round, out[start + i])
