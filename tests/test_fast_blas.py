@@ -152,19 +152,19 @@ def _reference_rescale(exact: np.ndarray, rescale: kernels.Rescale) -> np.ndarra
                                               (13, 4, 17)])
 @pytest.mark.parametrize("input_zp", [0, -128, 37])
 @pytest.mark.parametrize("double_round", [False, True], ids=["single-round", "double-round"])
-@pytest.mark.parametrize("products", ["mkl", "vnni"])
+@pytest.mark.parametrize("products", ["mkl", "tiles"])
 def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp,
                                                               double_round, products, monkeypatch):
-    """int8_gemm_call (MKL's int8 GEMM, or compiled.gemm_rows_vnni; the input's
+    """int8_gemm_call (MKL's int8 GEMM, or compiled.gemm_rows_packed; the input's
     zero point and the 128 it adds folded into the offsets) gives bit for bit the RESCALE of
     the exact sums, as the float GEMM path's loop makes it, by rows and by columns, the extreme
     values included, rounding once or twice."""
     if products == "mkl":
         if not blas.INT8:
             pytest.skip("MKL's int8 GEMM is not bound here (no mkl extra, or not exact on this CPU)")
-        monkeypatch.setattr(compiled, "VNNI", False)
+        monkeypatch.setattr(compiled, "INT8_TILES", None)
     else:
-        if not compiled.VNNI:
+        if not compiled.INT8_TILES:
             pytest.skip("this CPU has neither AVX-512 VNNI nor AVX2")
         monkeypatch.setattr(blas, "INT8", False)
     rng = np.random.default_rng(rows + k + 1000 + input_zp)
@@ -179,7 +179,7 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
     compiled.rescale_common_rows.serial(exact.astype(np.float64), *rescale[:1], True, *rescale[1:], want)
     np.testing.assert_array_equal(want, _reference_rescale(exact, rescale))
     matrix, folded = kernels.int8_gemm(weight, input_zp, rescale)
-    assert (matrix.dtype == np.int32) is (products == "vnni")  # packed for the VNNI tiles
+    assert (matrix.dtype == np.int32) is (products == "tiles")  # packed for the int8 tiles
     for block_rows in (1, kernels.GEMM_BLOCK_ROWS):
         monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows)
         got = np.empty((rows, columns), np.int8)
@@ -218,19 +218,19 @@ def test_a_product_splits_over_the_threads_that_get_16_rows_or_columns(monkeypat
         np.testing.assert_array_equal(out, a @ b)
 
 
-@pytest.mark.parametrize("k, columns, vnni", [(16, 96, True), (960, 160, True), (32, 16, True),
+@pytest.mark.parametrize("k, columns, tiles", [(16, 96, True), (960, 160, True), (32, 16, True),
                                               (18, 96, False)])
-def test_int8_convolutions_take_the_vnni_loop_where_the_cpu_has_it(k, columns, vnni):
-    """A 1x1 int8 convolution's products are made by compiled.gemm_rows_vnni where its input
+def test_int8_convolutions_take_the_tiles_loop_where_the_cpu_has_it(k, columns, tiles):
+    """A 1x1 int8 convolution's products are made by compiled.gemm_rows_packed where its input
     channels come in fours (its input rows are read four bytes at a time)."""
-    if not compiled.VNNI:
+    if not compiled.INT8_TILES:
         pytest.skip("this CPU has neither AVX-512 VNNI nor AVX2")
     weight = np.ones((k, columns), np.int8)
     weight.flags.writeable = False
     rescale = _rescale(np.random.default_rng(k), columns, False)
     made = kernels.int8_gemm(weight, 0, rescale)
-    if vnni:
-        assert made is not None and made[0].dtype == np.int32  # vnni_packed's words
+    if tiles:
+        assert made is not None and made[0].dtype == np.int32  # int8_packed's words
     else:
         assert made is None or made[0].dtype == np.int8  # MKL's, where bound
 

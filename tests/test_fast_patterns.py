@@ -632,10 +632,10 @@ def _int8_depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, 
     return out if residual == "" else _added(g, y, out, shape, columns, rounding, swap)
 
 
-def _vnni() -> None:
+def _int8_tiles() -> None:
     from pyvgf.fast import compiled
 
-    if not compiled.VNNI:
+    if not compiled.INT8_TILES:
         pytest.skip("this CPU has neither AVX-512 VNNI nor AVX2")
 
 
@@ -648,7 +648,7 @@ def test_an_int8_depthwise_layer_and_its_projection_run_as_one_step_bit_exact(
         size, channels, columns, options, bands, tmp_path, monkeypatch):
     from pyvgf.fast import conv
 
-    _vnni()
+    _int8_tiles()
     if bands == "two-rows":
         monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels)
     case = GraphCase(Graph(), description="int8 depthwise + pointwise")
@@ -671,7 +671,7 @@ def test_an_int8_depthwise_layer_its_projection_and_residual_add_run_as_one_step
     projection may be either operand of the ADD (as in the benchmark suite's MobileNetV2)."""
     from pyvgf.fast import conv
 
-    _vnni()
+    _int8_tiles()
     if bands == "two-rows":
         monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * 24)
     case = GraphCase(Graph(), description="int8 depthwise + pointwise + residual")
@@ -694,7 +694,7 @@ def test_an_int8_expansion_depthwise_layer_and_projection_run_as_one_step_bit_ex
         size, expand_from, columns, options, bands, halo, tmp_path, monkeypatch):
     from pyvgf.fast import conv
 
-    _vnni()
+    _int8_tiles()
     monkeypatch.setattr(conv, "HALO_SHARE", 0 if halo == "bands-make-it" else 10**9)
     if bands == "two-rows":
         monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * 32)
@@ -710,7 +710,7 @@ def test_an_int8_expansion_depthwise_layer_and_projection_run_as_one_step_bit_ex
 @pytest.mark.parametrize("expand_from, options", [(6, {}), (8, {"also_out": True})],
                          ids=["input-channels-not-in-fours", "expansion-also-an-output"])
 def test_other_int8_expansions_run_as_steps_of_their_own(expand_from, options, tmp_path):
-    _vnni()
+    _int8_tiles()
     case = GraphCase(Graph(), description="int8 conv + depthwise + pointwise")
     case.graph.output(_int8_depthwise_conv(case, (6, 6), 8, 8, expand_from=expand_from, **options))
     fused = _fused(case, tmp_path)
@@ -722,7 +722,7 @@ def test_other_int8_expansions_run_as_steps_of_their_own(expand_from, options, t
 def test_other_int8_residual_adds_stay_steps_of_their_own(residual, tmp_path):
     """An int32 y, or one made after the depthwise layer: the residual ADD is a step of its own
     (_residual's) after the depthwise + 1x1 step."""
-    _vnni()
+    _int8_tiles()
     case = GraphCase(Graph(), description="int8 depthwise + pointwise, residual apart")
     case.graph.output(_int8_depthwise_conv(case, (6, 6), 8, 8, residual=residual))
     fused = _fused(case, tmp_path)
@@ -745,19 +745,19 @@ def test_an_int8_depthwise_and_projection_step_whose_loop_is_not_compiled_yet_ru
         tmp_path, monkeypatch):
     from pyvgf.fast import conv
 
-    _vnni()
+    _int8_tiles()
     case = GraphCase(Graph(), description="int8 depthwise + pointwise + residual")
     case.graph.output(_int8_depthwise_conv(case, (9, 7), 24, 16, residual="int8-first"))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
-    _meanwhile(conv, "depthwise_gemm_rows_vnni", case.random_inputs(3), tmp_path, monkeypatch)
+    _meanwhile(conv, "depthwise_gemm_rows_packed", case.random_inputs(3), tmp_path, monkeypatch)
 
 
 def test_an_int8_expanded_step_whose_loop_is_not_compiled_yet_runs_the_reference_ops(
         tmp_path, monkeypatch):
     from pyvgf.fast import conv
 
-    _vnni()
+    _int8_tiles()
     case = GraphCase(Graph(), description="int8 expansion + depthwise + pointwise + residual")
     case.graph.output(_int8_depthwise_conv(case, (9, 7), 24, 16, expand_from=16, residual="x"))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
-    _meanwhile(conv, "expanded_gemm_rows_vnni", case.random_inputs(3), tmp_path, monkeypatch)
+    _meanwhile(conv, "expanded_gemm_rows_packed", case.random_inputs(3), tmp_path, monkeypatch)

@@ -104,16 +104,16 @@ def test_without_the_fast_extra_cpu_runs_the_reference(monkeypatch):
         in cpu.report()
 
 
-@pytest.mark.parametrize("vnni, mkl, says", [
-    (True, True, "AVX-512 VNNI (input channels in fours), else MKL's int8 GEMM"),
-    (True, False, "AVX-512 VNNI (input channels in fours)\n"),
-    (False, True, "MKL's int8 GEMM\n"),
-    (False, False, "the float GEMM\n"),
+@pytest.mark.parametrize("tiles, mkl, says", [
+    ("avx512vnni", True, "AVX-512 VNNI's products (input channels in fours), else MKL's int8 GEMM"),
+    ("avx2", False, "AVX2's products (input channels in fours)\n"),
+    (None, True, "MKL's int8 GEMM\n"),
+    (None, False, "the float GEMM\n"),
 ])
-def test_doctor_says_what_makes_int8_convolutions_products(monkeypatch, vnni, mkl, says):
+def test_doctor_says_what_makes_int8_convolutions_products(monkeypatch, tiles, mkl, says):
     from pyvgf.fast import blas, compiled
     from pyvgf.hal.cpu import report
 
-    monkeypatch.setattr(compiled, "VNNI", vnni)
+    monkeypatch.setattr(compiled, "INT8_TILES", tiles)
     monkeypatch.setattr(blas, "INT8", mkl)
     assert f"  int8 1x1 convolutions: {says}" in report() + "\n"

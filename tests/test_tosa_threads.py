@@ -54,7 +54,7 @@ def small_blocks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", 1)
     monkeypatch.setattr(kernels, "GEMM_BLOCK_BYTES", 64)
     for name in ("gemm_rows", "gemm_rows_rescaled", "gemm_columns", "gemm_columns_rescaled",
-                 "gemm_batch", "gemm_rows_int8", "gemm_columns_int8", "gemm_rows_vnni"):
+                 "gemm_batch", "gemm_rows_int8", "gemm_columns_int8", "gemm_rows_packed"):
         kernel = getattr(kernels, name)
         monkeypatch.setattr(kernels, name, lambda *a, _k=kernel, _n=name: (
             threads.spread() and calls.append(_n), _k(*a)))
@@ -148,12 +148,12 @@ def test_split_gemm_declines_what_it_cannot_split(case):
                                   "interpreter_fuse_rescales", "spirv_conv_add"])
 def test_split_runs_give_what_one_thread_gives(name, int8_gemm, small_blocks, monkeypatch):
     """Integer 1x1 convolutions on MKL's int8 GEMM where it is bound (blas.INT8), and on the
-    float GEMM (VNNI's loop, which these graphs' few channels would not take, is tested with
+    float GEMM (the int8 tiles' loop, which these graphs' few channels would not take, is tested with
     split blocks in test_fast_blas.py)."""
     if int8_gemm and not blas.INT8:
         pytest.skip("MKL's int8 GEMM is not bound here")
     monkeypatch.setattr(blas, "INT8", int8_gemm)
-    monkeypatch.setattr(compiled, "VNNI", False)
+    monkeypatch.setattr(compiled, "INT8_TILES", None)
     graph, constants = vgf_graph(fixtures.model(name))
     plan = GraphPlan(graph, constants)
     rng = np.random.default_rng(11)

@@ -12,7 +12,7 @@ multiplied and added one step at a time in kernel-tap order (no fused multiply-a
 reassociation), integers are exact in int64; the GEMM blocks (gemm_rows, gemm_columns,
 conv_blocks: a block of patches gathered, then one BLAS call) leave a sum's order to BLAS, as
 a float GEMM does anywhere (integers stay exact: kernels.exact_dtype). One loop names its
-instructions: gemm_rows_vnni, AVX-512 VNNI's int8 products, where the CPU has them. ERF,
+instructions: the int8 tiles of gemm_rows_packed, AVX-512 VNNI's or AVX2's products. ERF,
 which the specification defines by its value alone, is an approximation in float64 with fused
 multiply-adds, checked against erf for every fp32 input.
 
@@ -763,50 +763,50 @@ few) and the LLVM intrinsic making a lane's products: vpdpbusd adds four uint8 x
 products to each int32 lane; vpmaddwd, without VNNI, sums two int16 x int16 products into
 each lane (exact: vpmaddubsw's int16 sums would saturate)."""
 
-VNNI = _int8_tiles()
-"""The instruction set gemm_rows_vnni's tiles use here, or None where the CPU has neither
+INT8_TILES = _int8_tiles()
+"""The instruction set gemm_rows_packed's tiles use here, or None where the CPU has neither
 (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
 
-VNNI_LANES, PACK_DEPTH, _VNNI_CHUNKS, _PRODUCTS = _TILES[VNNI or "avx512vnni"]
-"""The int32 lanes of a register (vnni_packed's columns come in groups of as many), the input
+TILE_LANES, PACK_DEPTH, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]
+"""The int32 lanes of a register (int8_packed's columns come in groups of as many), the input
 channels a packed word holds, a tile's groups of lanes per row and the tiles' intrinsic."""
 
-VNNI_ROWS = 4
-"""The input rows of a tile: its sums are held in VNNI_ROWS x _VNNI_CHUNKS registers."""
+TILE_ROWS = 4
+"""The input rows of a tile: its sums are held in TILE_ROWS x _TILE_CHUNKS registers."""
 
 _WIDEN = PACK_DEPTH == 2
 """Whether a tile's input rows are widened first to int16 + 128 (vpmaddwd), else read as
 int8 with their sign bits flipped (vpdpbusd's uint8 is int8 + 128)."""
 
 _LANE, _INDEX = ir.IntType(32), ir.IntType(64)
-_VECTOR = ir.VectorType(_LANE, VNNI_LANES)
-_PAIRS = ir.VectorType(ir.IntType(16), 2 * VNNI_LANES)
-_ZEROS = ir.Constant(_VECTOR, [0] * VNNI_LANES)
+_VECTOR = ir.VectorType(_LANE, TILE_LANES)
+_PAIRS = ir.VectorType(ir.IntType(16), 2 * TILE_LANES)
+_ZEROS = ir.Constant(_VECTOR, [0] * TILE_LANES)
 _SIGN_BITS = ir.Constant(_LANE, 0x80808080 - (1 << 32))
 
 
-def vnni_packed(weight: np.ndarray) -> np.ndarray:
-    """An int8 weight [K, N] (K a multiple of PACK_DEPTH) as gemm_rows_vnni reads it: int32
-    words [K / PACK_DEPTH, N rounded up to VNNI_LANES], word (g, n) holding
+def int8_packed(weight: np.ndarray) -> np.ndarray:
+    """An int8 weight [K, N] (K a multiple of PACK_DEPTH) as gemm_rows_packed reads it: int32
+    words [K / PACK_DEPTH, N rounded up to TILE_LANES], word (g, n) holding
     weight[PACK_DEPTH * g:PACK_DEPTH * (g + 1), n] (as int8 for VNNI, as int16 for AVX2),
     zero past N."""
     k, n = weight.shape
-    width = -(-n // VNNI_LANES) * VNNI_LANES
+    width = -(-n // TILE_LANES) * TILE_LANES
     words = np.zeros((k // PACK_DEPTH, width, PACK_DEPTH), np.int16 if _WIDEN else np.int8)
     words[:, :n] = weight.reshape(k // PACK_DEPTH, PACK_DEPTH, n).transpose(0, 2, 1)
     return words.view(np.int32).reshape(k // PACK_DEPTH, width)
 
 
 def _at(builder: ir.IRBuilder, pointer: ir.Value, offset: ir.Value) -> ir.Value:
-    """A pointer to VNNI_LANES int32 from `offset` int32 past `pointer`."""
+    """A pointer to TILE_LANES int32 from `offset` int32 past `pointer`."""
     return builder.bitcast(builder.gep(pointer, [offset]), _VECTOR.as_pointer())
 
 
-def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
+def _int8_tile(rows: int, chunks: int) -> Callable[..., None]:
     """An intrinsic tile(x, x_first, x_step, w, column, groups, acc): for `rows` input rows
     (x flat bytes, row r from x_first + r * x_step: int8, or int16 + 128 where _WIDEN) and
-    `chunks` groups of VNNI_LANES columns from `column` of w [groups, width] (vnni_packed),
+    `chunks` groups of TILE_LANES columns from `column` of w [groups, width] (int8_packed),
     acc[r * width + column + ...] (flat int32) = the sums over the first PACK_DEPTH * groups
     input channels of (x + 128) * weight, held in rows x chunks registers while _PRODUCTS
     adds PACK_DEPTH products to each lane per group."""
@@ -832,7 +832,7 @@ def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
             with cgutils.for_range(builder, count) as loop:
                 g = loop.index
                 row = builder.add(builder.mul(g, width), col)
-                words = [builder.load(_at(builder, w_array.data, builder.add(row, _INDEX(VNNI_LANES * c))),
+                words = [builder.load(_at(builder, w_array.data, builder.add(row, _INDEX(TILE_LANES * c))),
                                       align=4) for c in range(chunks)]
                 for r in range(rows):
                     four = builder.bitcast(builder.gep(starts[r], [builder.mul(g, _INDEX(4))]),
@@ -855,7 +855,7 @@ def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
                 out = builder.add(builder.mul(_INDEX(r), width), col)
                 for c in range(chunks):
                     builder.store(builder.load(sums[r][c]),
-                                  _at(builder, acc_data, builder.add(out, _INDEX(VNNI_LANES * c))), align=4)
+                                  _at(builder, acc_data, builder.add(out, _INDEX(TILE_LANES * c))), align=4)
             return context.get_dummy_value()
 
         return nbtypes.void(x, x_first, x_step, w, column, groups, acc), codegen
@@ -863,16 +863,16 @@ def _vnni_tile(rows: int, chunks: int) -> Callable[..., None]:
     return tile
 
 
-_ROWS_1, _ROWS_2, _ROWS_3, _ROWS_4 = (_vnni_tile(VNNI_ROWS, min(c, _VNNI_CHUNKS)) for c in range(1, 5))
-_ROW_1, _ROW_2, _ROW_3, _ROW_4 = (_vnni_tile(1, min(c, _VNNI_CHUNKS)) for c in range(1, 5))
+_ROWS_1, _ROWS_2, _ROWS_3, _ROWS_4 = (_int8_tile(TILE_ROWS, min(c, _TILE_CHUNKS)) for c in range(1, 5))
+_ROW_1, _ROW_2, _ROW_3, _ROW_4 = (_int8_tile(1, min(c, _TILE_CHUNKS)) for c in range(1, 5))
 
 
 @_inlined
 def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np.ndarray,
                    wide: np.ndarray) -> None:
-    """acc[r] = (x[first + r] + 128) @ the weight w was packed from, for r < count <= VNNI_ROWS
-    (x int8 [M, K] C-contiguous, w as vnni_packed made it, acc int32 [VNNI_ROWS, w's width];
-    `wide` int16 [VNNI_ROWS, K] where _WIDEN, for the rows widened): VNNI_ROWS rows a tile
+    """acc[r] = (x[first + r] + 128) @ the weight w was packed from, for r < count <= TILE_ROWS
+    (x int8 [M, K] C-contiguous, w as int8_packed made it, acc int32 [TILE_ROWS, w's width];
+    `wide` int16 [TILE_ROWS, K] where _WIDEN, for the rows widened): TILE_ROWS rows a tile
     where count is as many, else a row a tile."""
     k, width, sums = x.shape[1], w.shape[1], acc.reshape(-1)
     groups = k // PACK_DEPTH
@@ -884,9 +884,9 @@ def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np
         flat, x_first, x_step = wide.reshape(-1).view(np.int8), 0, 2 * k
     else:
         flat, x_first, x_step = x.reshape(-1), first * k, k
-    for column in range(0, width, VNNI_LANES * _VNNI_CHUNKS):
-        chunks = min(_VNNI_CHUNKS, (width - column) // VNNI_LANES)
-        if count == VNNI_ROWS:
+    for column in range(0, width, TILE_LANES * _TILE_CHUNKS):
+        chunks = min(_TILE_CHUNKS, (width - column) // TILE_LANES)
+        if count == TILE_ROWS:
             if chunks == 4:
                 _ROWS_4(flat, x_first, x_step, w, column, groups, sums)
             elif chunks == 3:
@@ -909,33 +909,33 @@ def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np
 
 
 @_RowLoop
-def gemm_rows_vnni(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
+def gemm_rows_packed(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                    offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                    output_zp: int, low: int, high: int, double_round: bool) -> None:
-    """gemm_rows_int8 with its products made on AVX-512 VNNI (w as vnni_packed made it; only
-    where VNNI says the CPU has it), VNNI_ROWS rows at a time into a block that stays in L1,
+    """gemm_rows_int8 with its products made by the int8 tiles (w as int8_packed made it;
+    only where INT8_TILES names their instructions), TILE_ROWS rows at a time into a block that stays in L1,
     each row then rescaled. MKL's int8 GEMM writes every int32 sum to memory for the RESCALE
     to read back, which for few input channels bounds it more than the products do; in
     MobileNetV2 this loop was the faster for every layer (kernels.int8_gemm)."""
     rows = out.shape[0]
     step = -(-rows // blocks)
     for k in prange(blocks):
-        _vnni_rows_rescaled(x, k * step, min(rows, k * step + step), w, offset, multiplier,
+        _packed_rows_rescaled(x, k * step, min(rows, k * step + step), w, offset, multiplier,
                             shift, output_zp, low, high, double_round, out)
 
 
 @_inlined
-def _vnni_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
+def _packed_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
                         offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                         output_zp: int, low: int, high: int, double_round: bool,
                         out: np.ndarray) -> None:
     """out[r] for rows first..stop: (x[r] + 128) @ the weight w was packed from
-    (_int8_products), VNNI_ROWS rows at a time into a block that stays in L1, each row then
-    rescaled as _rescale_row says (gemm_rows_vnni's block, depthwise_gemm_rows_vnni's band)."""
-    acc = _aligned((VNNI_ROWS, w.shape[1]), np.int32)
-    wide = np.empty((VNNI_ROWS, x.shape[1] if _WIDEN else 0), np.int16)
-    for start in range(first, stop, VNNI_ROWS):
-        count = min(VNNI_ROWS, stop - start)
+    (_int8_products), TILE_ROWS rows at a time into a block that stays in L1, each row then
+    rescaled as _rescale_row says (gemm_rows_packed's block, depthwise_gemm_rows_packed's band)."""
+    acc = _aligned((TILE_ROWS, w.shape[1]), np.int32)
+    wide = np.empty((TILE_ROWS, x.shape[1] if _WIDEN else 0), np.int16)
+    for start in range(first, stop, TILE_ROWS):
+        count = min(TILE_ROWS, stop - start)
         _int8_products(x, start, count, w, acc, wide)
         for i in range(count):
             _rescale_row(acc[i, :out.shape[1]], offset, True, multiplier, shift, output_zp,
@@ -943,7 +943,7 @@ def _vnni_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
 
 
 @_RowLoop
-def depthwise_gemm_rows_vnni(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
+def depthwise_gemm_rows_packed(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
                              pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                              dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
                              residual: np.ndarray, y_first: tuple, y_scale: tuple,
@@ -951,9 +951,9 @@ def depthwise_gemm_rows_vnni(x: np.ndarray, zero_point: int, w: np.ndarray, pad_
                              band: int) -> None:
     """depthwise_gemm_rows for int8: the depthwise sums (int32 w) rescaled by `first` (a
     kernels.Rescale) into an int8 block, then its products with a 1x1 convolution's weight
-    as vnni_packed made it, rescaled by `then` into out [N, OH, OW, OC], as
-    depthwise_rows_rescaled and gemm_rows_vnni make them (bit-exact), in bands of `band`
-    rows over numba's threads (_depthwise_vnni_band); only where VNNI says the CPU has it.
+    as int8_packed made it, rescaled by `then` into out [N, OH, OW, OC], as
+    depthwise_rows_rescaled and gemm_rows_packed make them (bit-exact), in bands of `band`
+    rows over numba's threads (_depthwise_packed_band); only where INT8_TILES is set.
     Where `residual` [N, OH, OW, OC] has rows, each row of out then becomes the quantized
     residual ADD of residual's row and it, as residual_rows makes it (y, x and out there,
     y_first too)."""
@@ -961,20 +961,20 @@ def depthwise_gemm_rows_vnni(x: np.ndarray, zero_point: int, w: np.ndarray, pad_
     bands = -(-rows // band)
     for j in prange(n * bands):
         b, k = j // bands, j % bands
-        _depthwise_vnni_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
+        _depthwise_packed_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
                              dilation_y, dilation_x, first, packed, then, residual, y_first,
                              y_scale, x_scale, out_scale, out, b, k * band,
                              min(rows, k * band + band))
 
 
 @_serial
-def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
+def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
                          pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                          dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
                          residual: np.ndarray, y_first: tuple, y_scale: tuple,
                          x_scale: tuple, out_scale: tuple, out: np.ndarray, b: int, top: int,
                          stop: int) -> None:
-    """Output rows top..stop of image b of depthwise_gemm_rows_vnni (called, not inlined,
+    """Output rows top..stop of image b of depthwise_gemm_rows_packed (called, not inlined,
     as _depthwise_gemm_band)."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
     made = _aligned(((stop - top) * width, channels), x.dtype)
@@ -986,7 +986,7 @@ def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top:
             _rescale_row(acc[ox], first[0], True, first[1], first[2], first[3], first[4],
                          first[5], first[6], made[(r - top) * width + ox])
     part = out[b, top:stop].reshape(-1, columns)
-    _vnni_rows_rescaled(made, 0, made.shape[0], packed, then[0], then[1], then[2], then[3],
+    _packed_rows_rescaled(made, 0, made.shape[0], packed, then[0], then[1], then[2], then[3],
                         then[4], then[5], then[6], part)
     if residual.shape[0]:
         y = residual[b, top:stop].reshape(-1, columns)
@@ -995,22 +995,22 @@ def _depthwise_vnni_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top:
 
 
 @_RowLoop
-def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
+def expanded_gemm_rows_packed(x: np.ndarray, expand: np.ndarray, widened: tuple,
                             zero_point: int, w: np.ndarray, pad_top: int, pad_left: int,
                             stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
                             first: tuple, packed: np.ndarray, then: tuple, residual: np.ndarray,
                             y_first: tuple, y_scale: tuple, x_scale: tuple, out_scale: tuple,
                             out: np.ndarray, band: int, halo: bool) -> None:
-    """expanded_gemm_rows for int8: depthwise_gemm_rows_vnni of the 1x1 convolution of x
+    """expanded_gemm_rows for int8: depthwise_gemm_rows_packed of the 1x1 convolution of x
     [1, H, W, IC] by the weight `expand` was packed from (_int8_products), rescaled to int8
-    by `widened` (a kernels.Rescale) as gemm_rows_vnni makes it, in bands that make the rows
+    by `widened` (a kernels.Rescale) as gemm_rows_packed makes it, in bands that make the rows
     of it their windows read with `halo`, else after it is made whole (bit-exact). Its
     channels are as many as `first`'s vectors have entries (w's rows may be tiled)."""
     rows, height, channels = out.shape[1], x.shape[1], first[0].shape[0]
     bands = -(-rows // band)
     if halo:
         for k in prange(bands):
-            _expanded_vnni_band(x, expand, widened, zero_point, w, pad_top, pad_left, stride_y,
+            _expanded_packed_band(x, expand, widened, zero_point, w, pad_top, pad_left, stride_y,
                                 stride_x, dilation_y, dilation_x, first, packed, then, residual,
                                 y_first, y_scale, x_scale, out_scale, out, k * band,
                                 min(rows, k * band + band))
@@ -1019,41 +1019,41 @@ def expanded_gemm_rows_vnni(x: np.ndarray, expand: np.ndarray, widened: tuple,
     pixels, block = x[0].reshape(-1, x.shape[3]), made.reshape(-1, channels)
     step = -(-height // bands) * x.shape[2]
     for k in prange(bands):
-        _widen_vnni(pixels, min(block.shape[0], k * step), min(block.shape[0], k * step + step),
+        _widen_packed(pixels, min(block.shape[0], k * step), min(block.shape[0], k * step + step),
                     expand, widened, block)
     for k in prange(bands):
-        _depthwise_vnni_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
+        _depthwise_packed_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
                              dilation_y, dilation_x, first, packed, then, residual, y_first,
                              y_scale, x_scale, out_scale, out, 0, k * band,
                              min(rows, k * band + band))
 
 
 @_serial
-def _expanded_vnni_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point: int,
+def _expanded_packed_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point: int,
                         w: np.ndarray, pad_top: int, pad_left: int, stride_y: int,
                         stride_x: int, dilation_y: int, dilation_x: int, first: tuple,
                         packed: np.ndarray, then: tuple, residual: np.ndarray, y_first: tuple,
                         y_scale: tuple, x_scale: tuple, out_scale: tuple, out: np.ndarray,
                         top: int, stop: int) -> None:
-    """Output rows top..stop of expanded_gemm_rows_vnni with `halo`, as _expanded_band makes
+    """Output rows top..stop of expanded_gemm_rows_packed with `halo`, as _expanded_band makes
     those of expanded_gemm_rows."""
     start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
     made = _aligned((1, end - start, x.shape[2], first[0].shape[0]), x.dtype)
     block = made.reshape(-1, first[0].shape[0])
-    _widen_vnni(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand, widened,
+    _widen_packed(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand, widened,
                 block)
-    _depthwise_vnni_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
+    _depthwise_packed_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
                          dilation_y, dilation_x, first, packed, then, residual, y_first,
                          y_scale, x_scale, out_scale, out, 0, top, stop)
 
 
 @_serial
-def _widen_vnni(x: np.ndarray, first: int, stop: int, expand: np.ndarray, widened: tuple,
+def _widen_packed(x: np.ndarray, first: int, stop: int, expand: np.ndarray, widened: tuple,
                 out: np.ndarray) -> None:
-    """_vnni_rows_rescaled by the expansion's weight and `widened` (a kernels.Rescale): called,
-    not inlined, by both forms of expanded_gemm_rows_vnni and by _expanded_vnni_band, so that
-    its VNNI tiles are compiled once."""
-    _vnni_rows_rescaled(x, first, stop, expand, widened[0], widened[1], widened[2], widened[3],
+    """_packed_rows_rescaled by the expansion's weight and `widened` (a kernels.Rescale): called,
+    not inlined, by both forms of expanded_gemm_rows_packed and by _expanded_packed_band, so that
+    its int8 tiles are compiled once."""
+    _packed_rows_rescaled(x, first, stop, expand, widened[0], widened[1], widened[2], widened[3],
                         widened[4], widened[5], widened[6], out)
 
 

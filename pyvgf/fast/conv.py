@@ -39,11 +39,11 @@ from .compiled import (
     conv_blocks,
     conv_blocks_rescaled,
     depthwise_gemm_rows,
-    depthwise_gemm_rows_vnni,
+    depthwise_gemm_rows_packed,
     depthwise_rows,
     depthwise_rows_rescaled,
     expanded_gemm_rows,
-    expanded_gemm_rows_vnni,
+    expanded_gemm_rows_packed,
 )
 from .kernels import (
     F32,
@@ -276,7 +276,7 @@ class _Conv:
         split."""
         self.int8 = None
         """kernels.int8_gemm's weight and rescale, where a 1x1 int8 convolution that a RESCALE
-        finishes runs on AVX-512 VNNI or MKL's int8 GEMM."""
+        finishes runs on the int8 tiles (AVX-512 VNNI or AVX2) or MKL's int8 GEMM."""
         if self.pointwise and self.unpadded and self.how.rescale is not None and wzp == 0 \
                 and in_dtype == I8:
             self.int8 = int8_gemm(_conv_matrix(weight), self.izp, self.how.rescale)
@@ -636,15 +636,15 @@ def _halo(rows: int, band: int, height: int, overlap: int) -> bool:
 class DepthwiseConvInt8(_Blocks):
     """DepthwiseConv for int8: DEPTHWISE_CONV2D (multiplier 1) and its RESCALE to int8
     (`first`: the RESCALE's accumulator form, rescale.py), then a 1x1 CONV2D of stride 1
-    without padding whose products VNNI makes, and its RESCALE to int8 (`then`), + a
+    without padding whose products the int8 tiles make, and its RESCALE to int8 (`then`), + a
     residual where given, added as a quantized residual ADD (`added`: its RESCALEs of the
     residual, first and then, of the projection and of the sum, as compiled.residual_rows
     takes them, one entry per channel), as one compiled call
-    (compiled.depthwise_gemm_rows_vnni), bit-exact.
+    (compiled.depthwise_gemm_rows_packed), bit-exact.
     With `expand` (a 1x1 CONV2D as the second, and its RESCALE's form), the depthwise layer's
-    input is that convolution of the input (compiled.expanded_gemm_rows_vnni, _halo)."""
+    input is that convolution of the input (compiled.expanded_gemm_rows_packed, _halo)."""
 
-    loops = (depthwise_gemm_rows_vnni, expanded_gemm_rows_vnni)
+    loops = (depthwise_gemm_rows_packed, expanded_gemm_rows_packed)
     dtype, no_residual = I8, np.empty((0, 0, 0, 0), I8)
 
     def __init__(self, shape: tuple[int, ...], depthwise: dict[str, np.ndarray], first: object,
@@ -697,7 +697,7 @@ def fusable(input: TensorType, depthwise: dict[str, np.ndarray],
     `input` and the CONV2D after it, by their known operands: one image, a depthwise weight of
     multiplier 1, a 1x1 weight of stride 1 without padding or weight zero point, both of the
     input's type. fp32: no zero points at all. int8: sums that int32 holds, the 1x1 input
-    channels in fours, on a CPU with VNNI (compiled.VNNI; kernels.int8_gemm)."""
+    channels in fours, on a CPU with the int8 tiles (compiled.INT8_TILES; kernels.int8_gemm)."""
     dtype, weight = np.dtype(input.dtype), depthwise["weight"]
     if not (input.shape[0] == 1 and weight.dtype == dtype and weight.ndim == 4
             and weight.shape[3] == 1 and _pointwise(conv, dtype)):
@@ -717,8 +717,8 @@ def expandable(input: TensorType, conv: dict[str, np.ndarray]) -> bool:
 def _pointwise(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:
     """Whether the depthwise + 1x1 steps take a CONV2D of these known operands as their
     expansion or projection: a 1x1 weight of `dtype`, of stride 1, without padding or weight
-    zero point; fp32 without input zero point; int8 with its products VNNI's
-    (compiled.VNNI; kernels.int8_gemm): its input channels in fours, its sums held by int32."""
+    zero point; fp32 without input zero point; int8 with its products the int8 tiles'
+    (compiled.INT8_TILES; kernels.int8_gemm): its input channels in fours, its sums held by int32."""
     weight = conv["weight"]
     if not (weight.dtype == dtype and weight.ndim == 4 and weight.shape[1:3] == (1, 1)
             and not np.any(conv["pad"]) and all(int(v) == 1 for v in conv["stride"])
@@ -727,7 +727,7 @@ def _pointwise(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:
     if dtype == F32:
         return not np.any(conv["input_zp"])
     channels = weight.shape[3]
-    return dtype == I8 and compiled.VNNI and channels % 4 == 0 and channels * 255 * 128 < 1 << 31
+    return dtype == I8 and compiled.INT8_TILES and channels % 4 == 0 and channels * 255 * 128 < 1 << 31
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:

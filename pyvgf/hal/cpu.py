@@ -26,6 +26,9 @@ from .shaders import find_shader
 _ALIGNMENT = 16
 
 
+_INSTRUCTIONS = {"avx512vnni": "AVX-512 VNNI", "avx2": "AVX2"}
+"""What `pyvgf doctor` calls the instruction sets of the fast executor's int8 tiles."""
+
 EXECUTORS = {"fast": "pyvgf fast executor (numba)", "reference": "pyvgf numpy reference"}
 """The TOSA executors of the cpu backends, and the adapter name of each."""
 
@@ -79,12 +82,12 @@ def report() -> str:
         lines.append(f"  threads: {threads or 'one a core'} (pyvgf.set_num_threads, "
                      f"load(..., threads=N)), on {running}")
         from ..fast.blas import INT8, LIBRARY
-        from ..fast.compiled import VNNI
+        from ..fast.compiled import INT8_TILES
 
         lines.append("  GEMMs: " + ("Intel MKL (the mkl extra)" if LIBRARY == "mkl" else
                                     "SciPy's OpenBLAS (pip install 'pyvgf[mkl]' for MKL, faster on x86-64)"))
-        int8 = [name for name, used in (("AVX-512 VNNI (input channels in fours)", VNNI),
-                                        ("MKL's int8 GEMM", INT8)) if used]
+        tiles = f"{_INSTRUCTIONS.get(INT8_TILES or '')}'s products (input channels in fours)"
+        int8 = [name for name, used in ((tiles, INT8_TILES), ("MKL's int8 GEMM", INT8)) if used]
         lines.append("  int8 1x1 convolutions: " + (", else ".join(int8) or "the float GEMM"))
     else:
         lines.append(f"  executor: reference (plain numpy; {', '.join(fast.missing())} not "
