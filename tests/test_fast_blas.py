@@ -179,7 +179,7 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
     compiled.rescale_common_rows.serial(exact.astype(np.float64), *rescale[:1], True, *rescale[1:], want)
     np.testing.assert_array_equal(want, _reference_rescale(exact, rescale))
     matrix, folded = kernels.int8_gemm(weight, input_zp, rescale)
-    assert (matrix.dtype == np.int32) is (products == "tiles")  # packed for the int8 tiles
+    assert (matrix.dtype == compiled.PACKED) is (products == "tiles")  # packed for the int8 tiles
     for block_rows in (1, kernels.GEMM_BLOCK_ROWS):
         monkeypatch.setattr(kernels, "GEMM_BLOCK_ROWS", block_rows)
         got = np.empty((rows, columns), np.int8)
@@ -230,7 +230,7 @@ def test_int8_convolutions_take_the_tiles_loop_where_the_cpu_has_it(k, columns, 
     rescale = _rescale(np.random.default_rng(k), columns, False)
     made = kernels.int8_gemm(weight, 0, rescale)
     if tiles:
-        assert made is not None and made[0].dtype == np.int32  # int8_packed's words
+        assert made is not None and made[0].dtype == compiled.PACKED  # int8_packed's words
     else:
         assert made is None or made[0].dtype == np.int8  # MKL's, where bound
 

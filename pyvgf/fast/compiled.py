@@ -761,7 +761,9 @@ packed word, the groups of lanes a tile holds per row (as many as its registers 
 on AVX2's 16 registers took 0.7-0.8x the time of three or four where the input channels are
 few) and the LLVM intrinsic making a lane's products: vpdpbusd adds four uint8 x int8
 products to each int32 lane; vpmaddwd, without VNNI, sums two int16 x int16 products into
-each lane (exact: vpmaddubsw's int16 sums would saturate)."""
+each lane (exact: vpmaddubsw's int16 sums would saturate), the weight's int8 pairs widened
+to int16 as they are loaded (stored as int16, the weights of 960 or 1280 input channels
+took 1.2-1.5x the time: twice the bytes to read)."""
 
 INT8_TILES = _int8_tiles()
 """The instruction set gemm_rows_packed's tiles use here, or None where the CPU has neither
@@ -779,6 +781,9 @@ _WIDEN = PACK_DEPTH == 2
 """Whether a tile's input rows are widened first to int16 + 128 (vpmaddwd), else read as
 int8 with their sign bits flipped (vpdpbusd's uint8 is int8 + 128)."""
 
+PACKED = np.dtype(np.int16 if _WIDEN else np.int32)
+"""The element type of int8_packed's words: a column's PACK_DEPTH int8 weights each."""
+
 _LANE, _INDEX = ir.IntType(32), ir.IntType(64)
 _VECTOR = ir.VectorType(_LANE, TILE_LANES)
 _PAIRS = ir.VectorType(ir.IntType(16), 2 * TILE_LANES)
@@ -787,20 +792,28 @@ _SIGN_BITS = ir.Constant(_LANE, 0x80808080 - (1 << 32))
 
 
 def int8_packed(weight: np.ndarray) -> np.ndarray:
-    """An int8 weight [K, N] (K a multiple of PACK_DEPTH) as gemm_rows_packed reads it: int32
+    """An int8 weight [K, N] (K a multiple of PACK_DEPTH) as gemm_rows_packed reads it: PACKED
     words [K / PACK_DEPTH, N rounded up to TILE_LANES], word (g, n) holding
-    weight[PACK_DEPTH * g:PACK_DEPTH * (g + 1), n] (as int8 for VNNI, as int16 for AVX2),
-    zero past N."""
+    weight[PACK_DEPTH * g:PACK_DEPTH * (g + 1), n], zero past N."""
     k, n = weight.shape
     width = -(-n // TILE_LANES) * TILE_LANES
-    words = np.zeros((k // PACK_DEPTH, width, PACK_DEPTH), np.int16 if _WIDEN else np.int8)
+    words = np.zeros((k // PACK_DEPTH, width, PACK_DEPTH), np.int8)
     words[:, :n] = weight.reshape(k // PACK_DEPTH, PACK_DEPTH, n).transpose(0, 2, 1)
-    return words.view(np.int32).reshape(k // PACK_DEPTH, width)
+    return words.view(PACKED).reshape(k // PACK_DEPTH, width)
 
 
 def _at(builder: ir.IRBuilder, pointer: ir.Value, offset: ir.Value) -> ir.Value:
     """A pointer to TILE_LANES int32 from `offset` int32 past `pointer`."""
     return builder.bitcast(builder.gep(pointer, [offset]), _VECTOR.as_pointer())
+
+
+def _words(builder: ir.IRBuilder, pointer: ir.Value, offset: ir.Value) -> ir.Value:
+    """TILE_LANES packed words from `offset` words past `pointer` (int8_packed's), as the
+    intrinsic takes them: int32 lanes of four int8, or int16 pairs widened from int8 ones."""
+    if not _WIDEN:
+        return builder.load(_at(builder, pointer, offset), align=4)
+    pairs = builder.bitcast(builder.gep(pointer, [offset]), ir.VectorType(ir.IntType(8), 2 * TILE_LANES).as_pointer())
+    return builder.sext(builder.load(pairs, align=2), _PAIRS)
 
 
 def _int8_tile(rows: int, chunks: int) -> Callable[..., None]:
@@ -832,8 +845,8 @@ def _int8_tile(rows: int, chunks: int) -> Callable[..., None]:
             with cgutils.for_range(builder, count) as loop:
                 g = loop.index
                 row = builder.add(builder.mul(g, width), col)
-                words = [builder.load(_at(builder, w_array.data, builder.add(row, _INDEX(TILE_LANES * c))),
-                                      align=4) for c in range(chunks)]
+                words = [_words(builder, w_array.data, builder.add(row, _INDEX(TILE_LANES * c)))
+                         for c in range(chunks)]
                 for r in range(rows):
                     four = builder.bitcast(builder.gep(starts[r], [builder.mul(g, _INDEX(4))]),
                                            _LANE.as_pointer())
@@ -847,7 +860,7 @@ def _int8_tile(rows: int, chunks: int) -> Callable[..., None]:
                         total = builder.load(sums[r][c])
                         if _WIDEN:
                             total = builder.add(total, builder.call(products, [
-                                builder.bitcast(inputs, _PAIRS), builder.bitcast(words[c], _PAIRS)]))
+                                builder.bitcast(inputs, _PAIRS), words[c]]))
                         else:
                             total = builder.call(products, [total, inputs, words[c]])
                         builder.store(total, sums[r][c])

@@ -654,14 +654,14 @@ class DepthwiseConvInt8(_Blocks):
         self.expand, self._ways = None, {}
         if expand is not None:
             widen = _Conv(shape, I8, epilogue=_Rescaled(expand[1]), **expand[0])
-            if widen.int8 is None or widen.int8[0].dtype != I32:
+            if widen.int8 is None or widen.int8[0].dtype != compiled.PACKED:
                 raise TosaError("expansion + depthwise + 1x1 int8 step: its expansion's form "
                                 "does not take these operands")
             self.expand, shape = widen.int8, (*shape[:-1], widen.oc)
         window = _Depthwise(shape, I8, epilogue=_Rescaled(first), **depthwise)
         middle = (shape[0], *window.out_size, window.channels)
         product = _Conv(middle, I8, epilogue=_Rescaled(then), **conv)
-        if window.dtype != I32 or product.int8 is None or product.int8[0].dtype != I32:
+        if window.dtype != I32 or product.int8 is None or product.int8[0].dtype != compiled.PACKED:
             raise TosaError("depthwise + 1x1 int8 step: its forms do not take these operands")
         self.window, (self.packed, self.then) = window.window, product.int8
         self.first = window.how.rescale

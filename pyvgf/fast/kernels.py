@@ -305,7 +305,7 @@ def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
                    rescale: Rescale) -> GemmCall | None:
     """How out = `rescale` of a @ weight is made for int8 a [M, K] and the weight and rescale
     int8_gemm made, worked out once as gemm_call is: a + 128 as uint8 times the weight, exact
-    in int32, by compiled.gemm_rows_packed (a packed weight: int32 words) or MKL's int8 GEMM, in
+    in int32, by compiled.gemm_rows_packed (a packed weight: compiled.PACKED words) or MKL's int8 GEMM, in
     blocks of rows (for MKL, or of columns) cut as split_gemm cuts them, over the threads (one
     block where split_gemm would not split), each rescaled while in cache; None where a or out
     is not C-contiguous int8."""
@@ -313,12 +313,12 @@ def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
         return None
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
-    vnni = weight.dtype == I32
-    parts = 0 if vnni else _column_parts(rows, cols, workers, weight.nbytes)
+    packed = weight.dtype == compiled.PACKED
+    parts = 0 if packed else _column_parts(rows, cols, workers, weight.nbytes)
     if parts:
         return lambda a, out: gemm_columns_int8(a, weight, out, parts, *rescale)
     blocks = _row_blocks(rows, cols * 4, True, workers) or 1
-    loop = gemm_rows_packed if vnni else gemm_rows_int8
+    loop = gemm_rows_packed if packed else gemm_rows_int8
     return lambda a, out: loop(a, weight, out, blocks, *rescale)
 
 
