@@ -754,12 +754,12 @@ def _int8_tiles() -> str | None:
     return next((isa for isa in _TILES if host.get(isa)), None)
 
 
-_TILES = {"avx512vnni": (16, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
-          "avx2": (8, 2, 2, "llvm.x86.avx2.pmadd.wd")}
+_TILES = {"avx512vnni": (16, 4, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
+          "avx2": (8, 2, 6, 2, "llvm.x86.avx2.pmadd.wd")}
 """Per instruction set, best first: the int32 lanes of a register, the input channels of a
-packed word, the groups of lanes a tile holds per row (as many as its registers allow: two
-on AVX2's 16 registers took 0.7-0.8x the time of three or four where the input channels are
-few) and the LLVM intrinsic making a lane's products: vpdpbusd adds four uint8 x int8
+packed word, a tile's input rows and groups of lanes per row (its sums in rows x groups
+registers: on AVX2's 16, on an AMD EPYC, 4 x 2 took 0.74-0.79x the time of 4 x 3 or 4 x 4
+for 24-384 input channels, and 6 x 2 0.85-1.0x that of 4 x 2) and the LLVM intrinsic making a lane's products: vpdpbusd adds four uint8 x int8
 products to each int32 lane; vpmaddwd, without VNNI, sums two int16 x int16 products into
 each lane (exact: vpmaddubsw's int16 sums would saturate), the weight's int8 pairs widened
 to int16 as they are loaded (stored as int16, the weights of 960 or 1280 input channels
@@ -770,12 +770,10 @@ INT8_TILES = _int8_tiles()
 (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
 
-TILE_LANES, PACK_DEPTH, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]
+TILE_LANES, PACK_DEPTH, TILE_ROWS, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]
 """The int32 lanes of a register (int8_packed's columns come in groups of as many), the input
-channels a packed word holds, a tile's groups of lanes per row and the tiles' intrinsic."""
-
-TILE_ROWS = 4
-"""The input rows of a tile: its sums are held in TILE_ROWS x _TILE_CHUNKS registers."""
+channels a packed word holds, a tile's input rows and groups of lanes per row, and the
+tiles' intrinsic."""
 
 _WIDEN = PACK_DEPTH == 2
 """Whether a tile's input rows are widened first to int16 + 128 (vpmaddwd), else read as
