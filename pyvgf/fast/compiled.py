@@ -759,11 +759,12 @@ _TILES = {"avx512vnni": (16, 4, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
 """Per instruction set, best first: the int32 lanes of a register, the input channels of a
 packed word, a tile's input rows and groups of lanes per row (its sums in rows x groups
 registers: on AVX2's 16, on an AMD EPYC, 4 x 2 took 0.74-0.79x the time of 4 x 3 or 4 x 4
-for 24-384 input channels, and 6 x 2 0.85-1.0x that of 4 x 2) and the LLVM intrinsic making a lane's products: vpdpbusd adds four uint8 x int8
-products to each int32 lane; vpmaddwd, without VNNI, sums two int16 x int16 products into
-each lane (exact: vpmaddubsw's int16 sums would saturate), the weight's int8 pairs widened
-to int16 as they are loaded (stored as int16, the weights of 960 or 1280 input channels
-took 1.2-1.5x the time: twice the bytes to read)."""
+for 24-384 input channels, and 6 x 2 0.85-1.0x that of 4 x 2) and the LLVM intrinsic making
+a lane's products: vpdpbusd adds four uint8 x int8 products to each int32 lane; vpmaddwd,
+without VNNI, sums two int16 x int16 products into each lane (exact: vpmaddubsw's int16 sums
+would saturate), the weight's int8 pairs widened to int16 as they are loaded (stored as
+int16, the weights of 960 or 1280 input channels took 1.2-1.5x the time: twice the bytes to
+read)."""
 
 INT8_TILES = _int8_tiles()
 """The instruction set gemm_rows_packed's tiles use here, or None where the CPU has neither
