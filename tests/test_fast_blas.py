@@ -239,6 +239,8 @@ def test_int8_convolutions_take_the_tiles_loop_where_the_cpu_has_it(k, columns, 
     (None, "+avx2,+fma", "avx2"),
     (None, "+avx2,+avx512f,+avx512vnni", "avx512vnni"),
     (None, "+avx2,+avx512f,-avx512vnni", "avx2"),
+    (None, "+avx2,+avxvnni", "avxvnni"),
+    (None, "+avx2,+avx512f,+avx512vnni,+avxvnni", "avx512vnni"),
     (None, "+sse4.2", None),
     ("generic", None, None),  # a CPU named alone (a portable cache): taken to lack both
 ])

@@ -742,9 +742,9 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
 
 def _int8_tiles() -> str | None:
     """The instruction set of the int8 tiles (_int8_products) in the code numba makes here:
-    "avx512vnni" where the features it compiles for (NUMBA_CPU_FEATURES where the user set
-    them, else this CPU's) include AVX-512 VNNI, else "avx2" where they include AVX2, else
-    None. A CPU named by NUMBA_CPU_NAME alone (a portable cache) is taken to lack both."""
+    the first of _TILES that the features it compiles for (NUMBA_CPU_FEATURES where the user
+    set them, else this CPU's) include, else None. A CPU named by NUMBA_CPU_NAME alone (a
+    portable cache) is taken to lack them all."""
     if numba_config.CPU_FEATURES is not None:
         features = set(numba_config.CPU_FEATURES.split(","))
         return next((isa for isa in _TILES if f"+{isa}" in features), None)
@@ -755,20 +755,22 @@ def _int8_tiles() -> str | None:
 
 
 _TILES = {"avx512vnni": (16, 4, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
+          "avxvnni": (8, 4, 6, 2, "llvm.x86.avx512.vpdpbusd.256"),
           "avx2": (8, 2, 6, 2, "llvm.x86.avx2.pmadd.wd")}
 """Per instruction set, best first: the int32 lanes of a register, the input channels of a
 packed word, a tile's input rows and groups of lanes per row (its sums in rows x groups
 registers: on AVX2's 16, on an AMD EPYC, 4 x 2 took 0.74-0.79x the time of 4 x 3 or 4 x 4
 for 24-384 input channels, and 6 x 2 0.85-1.0x that of 4 x 2) and the LLVM intrinsic making
-a lane's products: vpdpbusd adds four uint8 x int8 products to each int32 lane; vpmaddwd,
+a lane's products: vpdpbusd adds four uint8 x int8 products to each int32 lane (AVX-VNNI:
+the same instruction on 256-bit registers, as Intel's client CPUs have it); vpmaddwd,
 without VNNI, sums two int16 x int16 products into each lane (exact: vpmaddubsw's int16 sums
 would saturate), the weight's int8 pairs widened to int16 as they are loaded (stored as
 int16, the weights of 960 or 1280 input channels took 1.2-1.5x the time: twice the bytes to
 read)."""
 
 INT8_TILES = _int8_tiles()
-"""The instruction set gemm_rows_packed's tiles use here, or None where the CPU has neither
-(the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
+"""The instruction set gemm_rows_packed's tiles use here, or None where the CPU has none of
+them (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
 
 TILE_LANES, PACK_DEPTH, TILE_ROWS, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]

@@ -26,7 +26,7 @@ from .shaders import find_shader
 _ALIGNMENT = 16
 
 
-_INSTRUCTIONS = {"avx512vnni": "AVX-512 VNNI", "avx2": "AVX2"}
+_INSTRUCTIONS = {"avx512vnni": "AVX-512 VNNI", "avxvnni": "AVX-VNNI", "avx2": "AVX2"}
 """What `pyvgf doctor` calls the instruction sets of the fast executor's int8 tiles."""
 
 EXECUTORS = {"fast": "pyvgf fast executor (numba)", "reference": "pyvgf numpy reference"}
