@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -69,7 +70,10 @@ def test_inspect_scenario_template_folder_runs(vgf_model, tmp_path: Path) -> Non
 
 
 def _base(tmp_path: Path) -> dict:
-    vgf = fixtures.model("add_f32")
+    """add_f32 (a copy in tmp_path, so that no test, fuzzed or not, can write the shared
+    fixture) of two tensors from a.npy, its result written to c.npy."""
+    vgf = tmp_path / "add_f32.vgf"
+    shutil.copyfile(fixtures.model("add_f32"), vgf)
     np.save(tmp_path / "a.npy", np.ones((1, 4, 4, 8), np.float32))
     np.save(tmp_path / "flat.npy", np.ones(128, np.float32))
     np.save(tmp_path / "int8.npy", np.ones((1, 4, 4, 8), np.int8))
@@ -88,6 +92,20 @@ def _base(tmp_path: Path) -> dict:
             {"dispatch_barrier": {"memory_barrier_refs": ["m"], "image_barrier_refs": [], "buffer_barrier_refs": []}},
         ],
     }
+
+
+@pytest.mark.parametrize("reads", ["g", "a"], ids=["the-vgf", "an-input"])
+def test_a_dst_that_the_scenario_reads_is_refused(tmp_path: Path, reads: str) -> None:
+    """An output written over an input (here the VGF itself, or a tensor's .npy) would destroy
+    it: the scenario is refused at parse, naming the dst, and the file is left as it was."""
+    doc = _base(tmp_path)
+    source = {"g": tmp_path / "add_f32.vgf", "a": tmp_path / "a.npy"}[reads]
+    before = source.read_bytes()
+    doc["resources"][3]["tensor"]["dst"] = str(source)
+    with pytest.raises(ScenarioError, match="which the scenario reads") as info:
+        scenario.run(scenario.parse(doc, tmp_path), "cpu")
+    assert info.value.path == "resources[3].tensor.dst"
+    assert source.read_bytes() == before
 
 
 def test_base_scenario_runs_on_cpu(tmp_path: Path) -> None:

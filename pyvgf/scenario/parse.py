@@ -552,8 +552,24 @@ def parse(data: Any, base: str | os.PathLike = ".", output: str | os.PathLike | 
                 if not isinstance(resources.get(uid), ShaderResource):
                     raise ScenarioError(f"shader_ref {uid!r} of target {target!r} names no shader resource",
                                         path=f"{r.path}.shader_substitutions")
+    _check_dsts(resources)
     commands = _commands(root.get("commands", _array(lambda v, p: v)), resources)
     return ScenarioPlan(file, output, resources, commands)
+
+
+def _check_dsts(resources: dict[str, Resource]) -> None:
+    """Refuse a `dst` that names a file the scenario reads (a `src`: its VGF, a shader, an
+    input): writing it would destroy that input."""
+    read = {}
+    for r in resources.values():
+        src = getattr(r, "src", None)
+        if src is not None:
+            read.setdefault(Path(src).resolve(), r.path)
+    for r in resources.values():
+        dst = getattr(r, "dst", None)
+        if dst is not None and (source := read.get(Path(dst).resolve())) is not None:
+            raise ScenarioError(f"writes {dst}, which the scenario reads ({source}.src): an output "
+                                f"must not overwrite an input", path=f"{r.path}.dst")
 
 
 def load(path: str | os.PathLike, output: str | os.PathLike | None = None) -> ScenarioPlan:
