@@ -148,8 +148,8 @@ def test_split_gemm_declines_what_it_cannot_split(case):
                                   "interpreter_fuse_rescales", "spirv_conv_add"])
 def test_split_runs_give_what_one_thread_gives(name, int8_gemm, small_blocks, monkeypatch):
     """Integer 1x1 convolutions on MKL's int8 GEMM where it is bound (blas.INT8), and on the
-    float GEMM (the int8 tiles' loop, which these graphs' few channels would not take, is tested with
-    split blocks in test_fast_blas.py)."""
+    float GEMM (the int8 tiles' loop, which these graphs' few channels would not take, is
+    tested with split blocks in test_fast_blas.py)."""
     if int8_gemm and not blas.INT8:
         pytest.skip("MKL's int8 GEMM is not bound here")
     monkeypatch.setattr(blas, "INT8", int8_gemm)

@@ -813,7 +813,8 @@ def _words(builder: ir.IRBuilder, pointer: ir.Value, offset: ir.Value) -> ir.Val
     intrinsic takes them: int32 lanes of four int8, or int16 pairs widened from int8 ones."""
     if not _WIDEN:
         return builder.load(_at(builder, pointer, offset), align=4)
-    pairs = builder.bitcast(builder.gep(pointer, [offset]), ir.VectorType(ir.IntType(8), 2 * TILE_LANES).as_pointer())
+    int8s = ir.VectorType(ir.IntType(8), 2 * TILE_LANES)
+    pairs = builder.bitcast(builder.gep(pointer, [offset]), int8s.as_pointer())
     return builder.sext(builder.load(pairs, align=2), _PAIRS)
 
 
@@ -924,25 +925,25 @@ def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np
 
 @_RowLoop
 def gemm_rows_packed(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
-                   offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                   output_zp: int, low: int, high: int, double_round: bool) -> None:
+                     offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                     output_zp: int, low: int, high: int, double_round: bool) -> None:
     """gemm_rows_int8 with its products made by the int8 tiles (w as int8_packed made it;
-    only where INT8_TILES names their instructions), TILE_ROWS rows at a time into a block that stays in L1,
-    each row then rescaled. MKL's int8 GEMM writes every int32 sum to memory for the RESCALE
+    only where INT8_TILES names their instructions), TILE_ROWS rows at a time into a block
+    that stays in L1, each row then rescaled. MKL's int8 GEMM writes every int32 sum to memory for the RESCALE
     to read back, which for few input channels bounds it more than the products do; in
     MobileNetV2 this loop was the faster for every layer (kernels.int8_gemm)."""
     rows = out.shape[0]
     step = -(-rows // blocks)
     for k in prange(blocks):
         _packed_rows_rescaled(x, k * step, min(rows, k * step + step), w, offset, multiplier,
-                            shift, output_zp, low, high, double_round, out)
+                              shift, output_zp, low, high, double_round, out)
 
 
 @_inlined
 def _packed_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
-                        offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                        output_zp: int, low: int, high: int, double_round: bool,
-                        out: np.ndarray) -> None:
+                          offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
+                          output_zp: int, low: int, high: int, double_round: bool,
+                          out: np.ndarray) -> None:
     """out[r] for rows first..stop: (x[r] + 128) @ the weight w was packed from
     (_int8_products), TILE_ROWS rows at a time into a block that stays in L1, each row then
     rescaled as _rescale_row says (gemm_rows_packed's block, depthwise_gemm_rows_packed's band)."""
@@ -958,11 +959,11 @@ def _packed_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
 
 @_RowLoop
 def depthwise_gemm_rows_packed(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
-                             pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
-                             dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
-                             residual: np.ndarray, y_first: tuple, y_scale: tuple,
-                             x_scale: tuple, out_scale: tuple, out: np.ndarray,
-                             band: int) -> None:
+                               pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                               dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
+                               residual: np.ndarray, y_first: tuple, y_scale: tuple,
+                               x_scale: tuple, out_scale: tuple, out: np.ndarray,
+                               band: int) -> None:
     """depthwise_gemm_rows for int8: the depthwise sums (int32 w) rescaled by `first` (a
     kernels.Rescale) into an int8 block, then its products with a 1x1 convolution's weight
     as int8_packed made it, rescaled by `then` into out [N, OH, OW, OC], as
@@ -976,18 +977,18 @@ def depthwise_gemm_rows_packed(x: np.ndarray, zero_point: int, w: np.ndarray, pa
     for j in prange(n * bands):
         b, k = j // bands, j % bands
         _depthwise_packed_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
-                             dilation_y, dilation_x, first, packed, then, residual, y_first,
-                             y_scale, x_scale, out_scale, out, b, k * band,
-                             min(rows, k * band + band))
+                               dilation_y, dilation_x, first, packed, then, residual, y_first,
+                               y_scale, x_scale, out_scale, out, b, k * band,
+                               min(rows, k * band + band))
 
 
 @_serial
 def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_top: int,
-                         pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
-                         dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
-                         residual: np.ndarray, y_first: tuple, y_scale: tuple,
-                         x_scale: tuple, out_scale: tuple, out: np.ndarray, b: int, top: int,
-                         stop: int) -> None:
+                           pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                           dilation_x: int, first: tuple, packed: np.ndarray, then: tuple,
+                           residual: np.ndarray, y_first: tuple, y_scale: tuple,
+                           x_scale: tuple, out_scale: tuple, out: np.ndarray, b: int, top: int,
+                           stop: int) -> None:
     """Output rows top..stop of image b of depthwise_gemm_rows_packed (called, not inlined,
     as _depthwise_gemm_band)."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
@@ -1001,7 +1002,7 @@ def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_to
                          first[5], first[6], made[(r - top) * width + ox])
     part = out[b, top:stop].reshape(-1, columns)
     _packed_rows_rescaled(made, 0, made.shape[0], packed, then[0], then[1], then[2], then[3],
-                        then[4], then[5], then[6], part)
+                          then[4], then[5], then[6], part)
     if residual.shape[0]:
         y = residual[b, top:stop].reshape(-1, columns)
         for i in range(part.shape[0]):
@@ -1010,11 +1011,11 @@ def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_to
 
 @_RowLoop
 def expanded_gemm_rows_packed(x: np.ndarray, expand: np.ndarray, widened: tuple,
-                            zero_point: int, w: np.ndarray, pad_top: int, pad_left: int,
-                            stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
-                            first: tuple, packed: np.ndarray, then: tuple, residual: np.ndarray,
-                            y_first: tuple, y_scale: tuple, x_scale: tuple, out_scale: tuple,
-                            out: np.ndarray, band: int, halo: bool) -> None:
+                              zero_point: int, w: np.ndarray, pad_top: int, pad_left: int,
+                              stride_y: int, stride_x: int, dilation_y: int, dilation_x: int,
+                              first: tuple, packed: np.ndarray, then: tuple, residual: np.ndarray,
+                              y_first: tuple, y_scale: tuple, x_scale: tuple, out_scale: tuple,
+                              out: np.ndarray, band: int, halo: bool) -> None:
     """expanded_gemm_rows for int8: depthwise_gemm_rows_packed of the 1x1 convolution of x
     [1, H, W, IC] by the weight `expand` was packed from (_int8_products), rescaled to int8
     by `widened` (a kernels.Rescale) as gemm_rows_packed makes it, in bands that make the rows
@@ -1025,50 +1026,50 @@ def expanded_gemm_rows_packed(x: np.ndarray, expand: np.ndarray, widened: tuple,
     if halo:
         for k in prange(bands):
             _expanded_packed_band(x, expand, widened, zero_point, w, pad_top, pad_left, stride_y,
-                                stride_x, dilation_y, dilation_x, first, packed, then, residual,
-                                y_first, y_scale, x_scale, out_scale, out, k * band,
-                                min(rows, k * band + band))
+                                  stride_x, dilation_y, dilation_x, first, packed, then, residual,
+                                  y_first, y_scale, x_scale, out_scale, out, k * band,
+                                  min(rows, k * band + band))
         return
     made = _aligned((1, height, x.shape[2], channels), x.dtype)
     pixels, block = x[0].reshape(-1, x.shape[3]), made.reshape(-1, channels)
     step = -(-height // bands) * x.shape[2]
     for k in prange(bands):
         _widen_packed(pixels, min(block.shape[0], k * step), min(block.shape[0], k * step + step),
-                    expand, widened, block)
+                      expand, widened, block)
     for k in prange(bands):
         _depthwise_packed_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
-                             dilation_y, dilation_x, first, packed, then, residual, y_first,
-                             y_scale, x_scale, out_scale, out, 0, k * band,
-                             min(rows, k * band + band))
+                               dilation_y, dilation_x, first, packed, then, residual, y_first,
+                               y_scale, x_scale, out_scale, out, 0, k * band,
+                               min(rows, k * band + band))
 
 
 @_serial
 def _expanded_packed_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point: int,
-                        w: np.ndarray, pad_top: int, pad_left: int, stride_y: int,
-                        stride_x: int, dilation_y: int, dilation_x: int, first: tuple,
-                        packed: np.ndarray, then: tuple, residual: np.ndarray, y_first: tuple,
-                        y_scale: tuple, x_scale: tuple, out_scale: tuple, out: np.ndarray,
-                        top: int, stop: int) -> None:
+                          w: np.ndarray, pad_top: int, pad_left: int, stride_y: int,
+                          stride_x: int, dilation_y: int, dilation_x: int, first: tuple,
+                          packed: np.ndarray, then: tuple, residual: np.ndarray, y_first: tuple,
+                          y_scale: tuple, x_scale: tuple, out_scale: tuple, out: np.ndarray,
+                          top: int, stop: int) -> None:
     """Output rows top..stop of expanded_gemm_rows_packed with `halo`, as _expanded_band makes
     those of expanded_gemm_rows."""
     start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
     made = _aligned((1, end - start, x.shape[2], first[0].shape[0]), x.dtype)
     block = made.reshape(-1, first[0].shape[0])
     _widen_packed(x[0, start:end].reshape(-1, x.shape[3]), 0, block.shape[0], expand, widened,
-                block)
+                  block)
     _depthwise_packed_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
-                         dilation_y, dilation_x, first, packed, then, residual, y_first,
-                         y_scale, x_scale, out_scale, out, 0, top, stop)
+                           dilation_y, dilation_x, first, packed, then, residual, y_first,
+                           y_scale, x_scale, out_scale, out, 0, top, stop)
 
 
 @_serial
 def _widen_packed(x: np.ndarray, first: int, stop: int, expand: np.ndarray, widened: tuple,
-                out: np.ndarray) -> None:
+                  out: np.ndarray) -> None:
     """_packed_rows_rescaled by the expansion's weight and `widened` (a kernels.Rescale): called,
     not inlined, by both forms of expanded_gemm_rows_packed and by _expanded_packed_band, so that
     its int8 tiles are compiled once."""
     _packed_rows_rescaled(x, first, stop, expand, widened[0], widened[1], widened[2], widened[3],
-                        widened[4], widened[5], widened[6], out)
+                          widened[4], widened[5], widened[6], out)
 
 
 @_threaded

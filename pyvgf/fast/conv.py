@@ -718,7 +718,8 @@ def _pointwise(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:
     """Whether the depthwise + 1x1 steps take a CONV2D of these known operands as their
     expansion or projection: a 1x1 weight of `dtype`, of stride 1, without padding or weight
     zero point; fp32 without input zero point; int8 with its products the int8 tiles'
-    (compiled.INT8_TILES; kernels.int8_gemm): its input channels in fours, its sums held by int32."""
+    (compiled.INT8_TILES; kernels.int8_gemm): its input channels in fours, its sums held by
+    int32."""
     weight = conv["weight"]
     if not (weight.dtype == dtype and weight.ndim == 4 and weight.shape[1:3] == (1, 1)
             and not np.any(conv["pad"]) and all(int(v) == 1 for v in conv["stride"])
@@ -727,7 +728,8 @@ def _pointwise(conv: dict[str, np.ndarray], dtype: np.dtype) -> bool:
     if dtype == F32:
         return not np.any(conv["input_zp"])
     channels = weight.shape[3]
-    return dtype == I8 and compiled.INT8_TILES and channels % 4 == 0 and channels * 255 * 128 < 1 << 31
+    return (dtype == I8 and compiled.INT8_TILES is not None and channels % 4 == 0
+            and channels * 255 * 128 < 1 << 31)
 
 
 def _transpose_matrix(w: np.ndarray) -> np.ndarray:

@@ -278,15 +278,15 @@ def split_gemm_rescaled(a: np.ndarray, b: np.ndarray, out: np.ndarray, rescale: 
 
 def int8_gemm(weight: np.ndarray, input_zp: int, rescale: Rescale) -> tuple[np.ndarray, Rescale] | None:
     """For int8_gemm_call: a constant int8 weight matrix [K, N] as it takes it (int8_packed
-    where the int8 tiles make its products: K a multiple of 4 on a CPU with them; else C-contiguous for
-    MKL's int8 GEMM) and `rescale` with its offsets less (128 + input_zp) times each column's
-    sum, which its inputs' 128 adds to each product; None where neither applies (for MKL:
-    blas.INT8) or a sum could pass int32 (K * 255 * 128 >= 2**31).
+    where the int8 tiles make its products: K a multiple of 4 on a CPU with them; else
+    C-contiguous for MKL's int8 GEMM) and `rescale` with its offsets less (128 + input_zp)
+    times each column's sum, which its inputs' 128 adds to each product; None where neither
+    applies (for MKL: blas.INT8) or a sum could pass int32 (K * 255 * 128 >= 2**31).
 
-    MobileNetV2 ran faster with every 1x1 layer on the tiles' loop (VNNI) than with those of 64 input
-    channels or more on MKL's int8 GEMM (the suite's int8 model 5.58 -> 5.36 ms, Arm's 6.92 ->
-    6.46, in one process, alternating), though MKL's was the faster on such layers alone, their
-    data hot in cache."""
+    MobileNetV2 ran faster with every 1x1 layer on the tiles' loop (VNNI) than with those of 64
+    input channels or more on MKL's int8 GEMM (the suite's int8 model 5.58 -> 5.36 ms, Arm's
+    6.92 -> 6.46, in one process, alternating), though MKL's was the faster on such layers
+    alone, their data hot in cache."""
     k = weight.shape[0]
     if weight.dtype != I8 or k * 255 * 128 >= 1 << 31:
         return None
@@ -305,10 +305,10 @@ def int8_gemm_call(a: np.ndarray, weight: np.ndarray, out: np.ndarray,
                    rescale: Rescale) -> GemmCall | None:
     """How out = `rescale` of a @ weight is made for int8 a [M, K] and the weight and rescale
     int8_gemm made, worked out once as gemm_call is: a + 128 as uint8 times the weight, exact
-    in int32, by compiled.gemm_rows_packed (a packed weight: compiled.PACKED words) or MKL's int8 GEMM, in
-    blocks of rows (for MKL, or of columns) cut as split_gemm cuts them, over the threads (one
-    block where split_gemm would not split), each rescaled while in cache; None where a or out
-    is not C-contiguous int8."""
+    in int32, by compiled.gemm_rows_packed (a packed weight: compiled.PACKED words) or MKL's
+    int8 GEMM, in blocks of rows (for MKL, or of columns) cut as split_gemm cuts them, over the
+    threads (one block where split_gemm would not split), each rescaled while in cache; None
+    where a or out is not C-contiguous int8."""
     if a.dtype != I8 or not a.flags.c_contiguous or not out.flags.c_contiguous:
         return None
     workers = threads.workers() if threads.spread() else 1
