@@ -86,8 +86,8 @@ def report() -> str:
 
         lines.append("  GEMMs: " + ("Intel MKL (the mkl extra)" if LIBRARY == "mkl" else
                                     "SciPy's OpenBLAS (pip install 'pyvgf[mkl]' for MKL, faster on x86-64)"))
-        tiles = f"{_INSTRUCTIONS.get(INT8_TILES or '')}'s products (input channels in fours)"
-        int8 = [name for name, used in ((tiles, INT8_TILES), ("MKL's int8 GEMM", INT8)) if used]
+        int8 = [f"{_INSTRUCTIONS[INT8_TILES]}'s products (input channels in fours)"] if INT8_TILES else []
+        int8 += ["MKL's int8 GEMM"] if INT8 else []
         lines.append("  int8 1x1 convolutions: " + (", else ".join(int8) or "the float GEMM"))
     else:
         lines.append(f"  executor: reference (plain numpy; {', '.join(fast.missing())} not "
