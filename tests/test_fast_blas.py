@@ -131,10 +131,15 @@ def test_the_int8_gemm_is_used_only_where_it_sums_exactly(saturating):
     assert blas._int8_exact(_FakeInt8Gemm(saturating)) is not saturating
 
 
-def _rescale(rng: np.random.Generator, columns: int, double_round: bool) -> kernels.Rescale:
-    return (rng.integers(-5000, 5000, columns).astype(np.int64),
-            rng.integers(1 << 29, 1 << 30, columns).astype(np.int32),
-            rng.integers(30, 40, columns).astype(np.int64), -3, -128, 127, double_round)
+def _rescale(rng: np.random.Generator, columns: int, double_round: bool,
+             shifts: tuple[int, int] = (30, 40)) -> kernels.Rescale:
+    """Per-channel operands; the first column's multiplier the largest int32 and its shift the
+    range's last."""
+    multiplier = rng.integers(1 << 29, 1 << 30, columns).astype(np.int32)
+    shift = rng.integers(*shifts, columns).astype(np.int64)
+    multiplier[0], shift[0] = (1 << 31) - 1, shifts[1] - 1
+    return (rng.integers(-5000, 5000, columns).astype(np.int64), multiplier, shift, -3, -128,
+            127, double_round)
 
 
 def _reference_rescale(exact: np.ndarray, rescale: kernels.Rescale) -> np.ndarray:
@@ -152,13 +157,16 @@ def _reference_rescale(exact: np.ndarray, rescale: kernels.Rescale) -> np.ndarra
                                               (13, 4, 17)])
 @pytest.mark.parametrize("input_zp", [0, -128, 37])
 @pytest.mark.parametrize("double_round", [False, True], ids=["single-round", "double-round"])
-@pytest.mark.parametrize("products", ["mkl", "tiles"])
+@pytest.mark.parametrize("products, shifts", [("mkl", (30, 40)), ("tiles", (30, 40)),
+                                              ("tiles", (32, 64))])
 def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, input_zp,
-                                                              double_round, products, monkeypatch):
+                                                              double_round, products, shifts,
+                                                              monkeypatch):
     """int8_gemm_call (MKL's int8 GEMM, or compiled.gemm_rows_packed; the input's
     zero point and the 128 it adds folded into the offsets) gives bit for bit the RESCALE of
     the exact sums, as the float GEMM path's loop makes it, by rows and by columns, the extreme
-    values included, rounding once or twice."""
+    values included, rounding once or twice; the tiles' RESCALE with every shift 32..63 (a
+    vector of lanes, compiled._RESCALE_LANES) and with some below (one channel at a time)."""
     if products == "mkl":
         if not blas.INT8:
             pytest.skip("MKL's int8 GEMM is not bound here (no mkl extra, or not exact on this CPU)")
@@ -173,7 +181,7 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
     weight = rng.integers(-128, 128, (k, columns)).astype(np.int8)
     weight[:, 0] = 127
     weight.flags.writeable = False
-    rescale = _rescale(rng, columns, double_round)
+    rescale = _rescale(rng, columns, double_round, shifts)
     exact = (a.astype(np.int64) - input_zp) @ weight.astype(np.int64)
     want = np.empty((rows, columns), np.int8)
     compiled.rescale_common_rows.serial(exact.astype(np.float64), *rescale[:1], True, *rescale[1:], want)

@@ -403,17 +403,17 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
                             multiplier: np.ndarray, shift: np.ndarray, output_zp: int, low: int,
                             high: int, double_round: bool) -> None:
     """depthwise_rows of every output row, each row's sums (held as w's type) + offset
-    wrapped to int32 and rescaled into out [N, OH, OW, C] as _rescale_row does, while they are
-    in cache."""
+    wrapped to int32 and rescaled into out [N, OH, OW, C] as _rescale_block does, while they
+    are in cache."""
     n, rows, width, channels = out.shape
+    rescale = (offset, multiplier, shift, output_zp, low, high, double_round)
+    lanes = _lane_scales(rescale)
     for j in prange(n * rows):
         b, r = j // rows, j % rows
         acc = _aligned((width, channels), w.dtype)
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
                     dilation_y, dilation_x, acc)
-        for ox in range(width):
-            _rescale_row(acc[ox], offset, True, multiplier, shift, output_zp, low, high,
-                         double_round, out[b, r, ox])
+        _rescale_block(acc, width, rescale, lanes, out[b, r], 0)
 
 
 @_RowLoop
@@ -878,6 +878,131 @@ def _int8_tile(rows: int, chunks: int) -> Callable[..., None]:
     return tile
 
 
+@_inlined
+def _lane_scales(rescale: tuple) -> tuple:
+    """A kernels.Rescale wrapping to int32 as _RESCALE_LANES takes it, made once per block of
+    rows: whether it can (every shift 32..63, every multiplier >= 0), then int32 [3, C] (the
+    offsets wrapped to int32, the multipliers, the shifts less 32) and int64 [2, C] (the
+    roundings added to the product of a value >= 0 and of one < 0: 2**(shift-1), +-2**30
+    where it rounds twice)."""
+    offset, multiplier, shift = rescale[0], rescale[1], rescale[2]
+    n = offset.shape[0]
+    words, roundings = np.empty((3, n), np.int32), np.empty((2, n), np.int64)
+    twice = (np.int64(1) << 30) if rescale[6] else np.int64(0)
+    usable = True
+    for c in range(n):
+        fits = 32 <= shift[c] <= 63 and multiplier[c] >= 0
+        usable = usable and fits
+        rounding = (np.int64(1) << (shift[c] - 1)) if fits else np.int64(0)
+        words[0, c], words[1, c] = np.int32(offset[c]), np.int32(multiplier[c] if fits else 0)
+        words[2, c] = np.int32(shift[c] - 32 if fits else 0)
+        roundings[0, c], roundings[1, c] = rounding + twice, rounding - twice
+    return usable, words, roundings
+
+
+@intrinsic
+def _RESCALE_LANES(typingctx: object, x: object, x_row: object, rows: object, words: object,
+                   roundings: object, output_zp: object, low: object, high: object, out: object,
+                   out_row: object) -> tuple[object, Callable[..., object]]:
+    """out[out_row + i, c] for i < rows and the whole groups of TILE_LANES channels c of
+    _lane_scales's `words` and `roundings`, from x[x_row + i, c] (unit strides along the
+    rows; int32, or float32 holding integers below 2**24: kernels.exact_dtype's), as
+    _rescaled makes them from x + offset wrapped to int32: the product plus its rounding in
+    int64, its high 32 bits shifted right by shift - 32 (the same floor as the whole shift),
+    clamped to [low, high] less output_zp (within int32), plus output_zp. Returns the channels
+    made (none for x or out of other types). Written as _rescaled is, LLVM makes each lane's
+    int64 shift and clamp one at a time where AVX2 has no 64-bit ones: about 60 instructions
+    per eight channels, here 24 with the store, the parameters loaded once per group of rows."""
+    def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
+        xs, words_, roundings_, outs = (
+            context.make_array(signature.args[i])(context, builder, args[i]) for i in (0, 3, 4, 8))
+        first, count, zp, low_value, high_value, out_first = (args[i] for i in (1, 2, 5, 6, 7, 9))
+        lanes = TILE_LANES
+        int32s, int64s = ir.VectorType(_LANE, lanes), ir.VectorType(_INDEX, lanes)
+        element = outs.data.type.pointee
+        x_lanes = ir.VectorType(xs.data.type.pointee, lanes)
+        channels = builder.extract_value(words_.shape, 1)
+        groups = builder.sdiv(channels, _INDEX(lanes))
+
+        def splat(value: ir.Value) -> ir.Value:
+            return builder.shuffle_vector(builder.insert_element(
+                ir.Constant(int32s, None), value, _LANE(0)), ir.Constant(int32s, None),
+                ir.Constant(int32s, [0] * lanes))
+
+        def bound(value: ir.Value) -> ir.Value:
+            low32, high32 = _INDEX(-(1 << 31)), _INDEX((1 << 31) - 1)
+            value = builder.select(builder.icmp_signed("<", value, low32), low32, value)
+            value = builder.select(builder.icmp_signed(">", value, high32), high32, value)
+            return splat(builder.trunc(value, _LANE))
+
+        low, high = bound(builder.sub(low_value, zp)), bound(builder.sub(high_value, zp))
+        zeros = splat(builder.trunc(zp, _LANE))
+        x_bytes = builder.bitcast(xs.data, ir.IntType(8).as_pointer())
+        out_bytes = builder.bitcast(outs.data, ir.IntType(8).as_pointer())
+        x_stride = builder.extract_value(xs.strides, 0)
+        out_stride = builder.extract_value(outs.strides, 0)
+
+        def vector(array: Any, row: int, at: ir.Value, type_: ir.VectorType) -> ir.Value:
+            stride = builder.extract_value(array.strides, 0)
+            start = builder.add(builder.mul(_INDEX(row), builder.udiv(
+                stride, _INDEX(type_.element.width // 8))), at)
+            return builder.load(builder.bitcast(builder.gep(array.data, [start]),
+                                                type_.as_pointer()), align=1)
+
+        with cgutils.for_range(builder, groups) as group:
+            at = builder.mul(group.index, _INDEX(lanes))
+            offset, multiplier, shift = (vector(words_, r, at, int32s) for r in range(3))
+            up, down = (vector(roundings_, r, at, int64s) for r in range(2))
+            multiplier = builder.sext(multiplier, int64s)
+            with cgutils.for_range(builder, count) as row:
+                x_at = builder.add(builder.mul(builder.add(first, row.index), x_stride),
+                                   builder.mul(at, _INDEX(4)))
+                v = builder.load(builder.bitcast(builder.gep(x_bytes, [x_at]),
+                                                 x_lanes.as_pointer()), align=1)
+                if x_lanes != int32s:
+                    v = builder.fptosi(v, int32s)
+                v = builder.add(v, offset)
+                negative = builder.icmp_signed("<", v, ir.Constant(int32s, [0] * lanes))
+                product = builder.add(builder.mul(builder.sext(v, int64s), multiplier),
+                                      builder.select(negative, down, up))
+                y = builder.ashr(builder.trunc(builder.ashr(
+                    product, ir.Constant(int64s, [32] * lanes)), int32s), shift)
+                y = builder.select(builder.icmp_signed("<", y, low), low, y)
+                y = builder.add(builder.select(builder.icmp_signed(">", y, high), high, y), zeros)
+                if element.width < 32:
+                    y = builder.trunc(y, ir.VectorType(element, lanes))
+                out_at = builder.add(builder.mul(builder.add(out_first, row.index), out_stride),
+                                     builder.mul(at, _INDEX(element.width // 8)))
+                builder.store(y, builder.bitcast(builder.gep(out_bytes, [out_at]),
+                                                 y.type.as_pointer()), align=1)
+        return builder.mul(groups, _INDEX(lanes))
+
+    def none(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
+        return _INDEX(0)
+
+    made = (x.dtype in (nbtypes.int32, nbtypes.float32) and isinstance(out.dtype, nbtypes.Integer)
+            and out.dtype.bitwidth <= 32)
+    return nbtypes.intp(x, x_row, rows, words, roundings, output_zp, low, high, out,
+                        out_row), codegen if made else none
+
+
+@_inlined
+def _rescale_block(x: np.ndarray, rows: int, rescale: tuple, lanes: tuple, out: np.ndarray,
+                   out_row: int) -> None:
+    """out[out_row + i] = _rescale_row of x[i] (its first C columns) by `rescale` (a
+    kernels.Rescale wrapping to int32) for i < rows: by _RESCALE_LANES where `lanes`
+    (_lane_scales of it) can, the channels past its groups as _rescale_row makes them."""
+    channels, done = out.shape[1], 0
+    if lanes[0] and x.strides[1] == 4 and out.strides[1] == out.itemsize:
+        done = _RESCALE_LANES(x, 0, rows, lanes[1], lanes[2], rescale[3], rescale[4],
+                              rescale[5], out, out_row)
+    if done < channels:
+        for i in range(rows):
+            _rescale_row(x[i, done:channels], rescale[0][done:], True, rescale[1][done:],
+                         rescale[2][done:], rescale[3], rescale[4], rescale[5], rescale[6],
+                         out[out_row + i, done:])
+
+
 _ROWS_1, _ROWS_2, _ROWS_3, _ROWS_4 = (_int8_tile(TILE_ROWS, min(c, _TILE_CHUNKS)) for c in range(1, 5))
 _ROW_1, _ROW_2, _ROW_3, _ROW_4 = (_int8_tile(1, min(c, _TILE_CHUNKS)) for c in range(1, 5))
 
@@ -935,26 +1060,24 @@ def gemm_rows_packed(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
     rows = out.shape[0]
     step = -(-rows // blocks)
     for k in prange(blocks):
-        _packed_rows_rescaled(x, k * step, min(rows, k * step + step), w, offset, multiplier,
-                              shift, output_zp, low, high, double_round, out)
+        _packed_rows_rescaled(x, k * step, min(rows, k * step + step), w,
+                              (offset, multiplier, shift, output_zp, low, high, double_round), out)
 
 
 @_inlined
 def _packed_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
-                          offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
-                          output_zp: int, low: int, high: int, double_round: bool,
-                          out: np.ndarray) -> None:
+                          rescale: tuple, out: np.ndarray) -> None:
     """out[r] for rows first..stop: (x[r] + 128) @ the weight w was packed from
-    (_int8_products), TILE_ROWS rows at a time into a block that stays in L1, each row then
-    rescaled as _rescale_row says (gemm_rows_packed's block, depthwise_gemm_rows_packed's band)."""
+    (_int8_products), TILE_ROWS rows at a time into a block that stays in L1, then rescaled
+    by `rescale` (a kernels.Rescale wrapping to int32) as _rescale_block makes it
+    (gemm_rows_packed's block, depthwise_gemm_rows_packed's band)."""
     acc = _aligned((TILE_ROWS, w.shape[1]), np.int32)
     wide = np.empty((TILE_ROWS, x.shape[1] if _WIDEN else 0), np.int16)
+    lanes = _lane_scales(rescale)
     for start in range(first, stop, TILE_ROWS):
         count = min(TILE_ROWS, stop - start)
         _int8_products(x, start, count, w, acc, wide)
-        for i in range(count):
-            _rescale_row(acc[i, :out.shape[1]], offset, True, multiplier, shift, output_zp,
-                         low, high, double_round, out[start + i])
+        _rescale_block(acc, count, rescale, lanes, out, start)
 
 
 @_RowLoop
@@ -994,15 +1117,13 @@ def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_to
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
     made = _aligned(((stop - top) * width, channels), x.dtype)
     acc = _aligned((width, channels), w.dtype)
+    lanes = _lane_scales(first)
     for r in range(top, stop):
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
                     dilation_y, dilation_x, acc)
-        for ox in range(width):
-            _rescale_row(acc[ox], first[0], True, first[1], first[2], first[3], first[4],
-                         first[5], first[6], made[(r - top) * width + ox])
+        _rescale_block(acc, width, first, lanes, made, (r - top) * width)
     part = out[b, top:stop].reshape(-1, columns)
-    _packed_rows_rescaled(made, 0, made.shape[0], packed, then[0], then[1], then[2], then[3],
-                          then[4], then[5], then[6], part)
+    _packed_rows_rescaled(made, 0, made.shape[0], packed, then, part)
     if residual.shape[0]:
         y = residual[b, top:stop].reshape(-1, columns)
         for i in range(part.shape[0]):
@@ -1068,8 +1189,7 @@ def _widen_packed(x: np.ndarray, first: int, stop: int, expand: np.ndarray, wide
     """_packed_rows_rescaled by the expansion's weight and `widened` (a kernels.Rescale): called,
     not inlined, by both forms of expanded_gemm_rows_packed and by _expanded_packed_band, so that
     its int8 tiles are compiled once."""
-    _packed_rows_rescaled(x, first, stop, expand, widened[0], widened[1], widened[2], widened[3],
-                          widened[4], widened[5], widened[6], out)
+    _packed_rows_rescaled(x, first, stop, expand, widened, out)
 
 
 @_threaded
@@ -1479,16 +1599,17 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
                          offset: np.ndarray, multiplier: np.ndarray, shift: np.ndarray,
                          output_zp: int, low: int, high: int, double_round: bool) -> None:
     """conv_blocks of every output row, each block's sums (exact integers in w's type) +
-    offset wrapped to int32 and rescaled into out [N, OH, OW, OC] as _rescale_row does,
+    offset wrapped to int32 and rescaled into out [N, OH, OW, OC] as _rescale_block does,
     while they are in cache."""
     n, rows, width, channels = out.shape
     blocks = -(-rows // block)
+    rescale = (offset, multiplier, shift, output_zp, low, high, double_round)
+    lanes = _lane_scales(rescale)
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
         acc = _aligned((count * width, channels), w.dtype)
         _block_product(x, zero_point, w, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
                        stride_x, dilation_y, dilation_x, count, width, acc)
-        for i in range(count * width):
-            _rescale_row(acc[i], offset, True, multiplier, shift, output_zp, low, high,
-                         double_round, out[b, r + i // width, i % width])
+        _rescale_block(acc, count * width, rescale, lanes, out[b].reshape(-1, channels),
+                       r * width)
