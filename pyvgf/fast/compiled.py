@@ -407,7 +407,7 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
     are in cache."""
     n, rows, width, channels = out.shape
     rescale = (offset, multiplier, shift, output_zp, low, high, double_round)
-    lanes = _lane_scales(rescale)
+    lanes = _lanes(rescale)
     for j in prange(n * rows):
         b, r = j // rows, j % rows
         acc = _aligned((width, channels), w.dtype)
@@ -879,111 +879,163 @@ def _int8_tile(rows: int, chunks: int) -> Callable[..., None]:
 
 
 @_inlined
-def _lane_scales(rescale: tuple) -> tuple:
-    """A kernels.Rescale wrapping to int32 as _RESCALE_LANES takes it, made once per block of
-    rows: whether it can (every shift 32..63, every multiplier >= 0), then int32 [3, C] (the
-    offsets wrapped to int32, the multipliers, the shifts less 32) and int64 [2, C] (the
-    roundings added to the product of a value >= 0 and of one < 0: 2**(shift-1), +-2**30
-    where it rounds twice)."""
+def _lane_scales(rescale: tuple, lowest: int, highest: int, wraps: bool, words: np.ndarray,
+                 roundings: np.ndarray, limits: np.ndarray) -> bool:
+    """A kernels.Rescale as the lane RESCALE (_rescaled_lanes) takes it, made once per block
+    of rows into words int32 [4, C] (the offsets wrapped to int32, the multipliers, the left
+    shifts, the right shifts), roundings int64 [2, C] (added to the product of a value >= 0
+    and of one < 0) and limits int32 [3] (low and high less output_zp, within int32, and
+    output_zp). Its input lies in lowest..highest; where it `wraps`, the value plus offset is
+    wrapped to int32 (a convolution's RESCALE), else it must lie within int32 (a residual
+    ADD's, which does not wrap). Returns whether it can: every multiplier
+    >= 0, every shift 1..63 and, where a shift is below 32, the value shifted left by
+    32 - shift within int32 (the product's high 32 bits are then shifted right by
+    shift - 32, or not at all)."""
     offset, multiplier, shift = rescale[0], rescale[1], rescale[2]
-    n = offset.shape[0]
-    words, roundings = np.empty((3, n), np.int32), np.empty((2, n), np.int64)
-    twice = (np.int64(1) << 30) if rescale[6] else np.int64(0)
+    bottom, top = np.int64(-(1 << 31)), np.int64((1 << 31) - 1)
     usable = True
-    for c in range(n):
-        fits = 32 <= shift[c] <= 63 and multiplier[c] >= 0
+    for c in range(offset.shape[0]):
+        s = shift[c]
+        left = max(0, 32 - s)
+        low, high = (bottom, top) if wraps else (lowest + offset[c], highest + offset[c])
+        fits = (1 <= s <= 63 and multiplier[c] >= 0 and bottom <= low and high <= top
+                and -(np.int64(1) << (31 - left)) <= low and high < (np.int64(1) << (31 - left)))
         usable = usable and fits
-        rounding = (np.int64(1) << (shift[c] - 1)) if fits else np.int64(0)
+        rounding = (np.int64(1) << (s - 1 + left)) if fits else np.int64(0)
+        twice = (np.int64(1) << 30) if rescale[6] and s > 31 else np.int64(0)
         words[0, c], words[1, c] = np.int32(offset[c]), np.int32(multiplier[c] if fits else 0)
-        words[2, c] = np.int32(shift[c] - 32 if fits else 0)
+        words[2, c], words[3, c] = np.int32(left if fits else 0), np.int32(s - 32 + left if fits else 0)
         roundings[0, c], roundings[1, c] = rounding + twice, rounding - twice
-    return usable, words, roundings
+    limits[0] = np.int32(min(max(rescale[4] - rescale[3], bottom), top))
+    limits[1] = np.int32(min(max(rescale[5] - rescale[3], bottom), top))
+    limits[2] = np.int32(rescale[3])
+    return usable
+
+
+@_inlined
+def _lanes(rescale: tuple) -> tuple:
+    """_lane_scales of a convolution's `rescale` (its int32 sums wrapped) into arrays of their
+    own: (whether it can, words, roundings, limits)."""
+    n = rescale[0].shape[0]
+    words, roundings, limits = np.empty((4, n), np.int32), np.empty((2, n), np.int64), np.empty(3, np.int32)
+    usable = _lane_scales(rescale, 0, 0, True, words, roundings, limits)
+    return usable, words, roundings, limits
+
+
+def _lane_loader(builder: ir.IRBuilder, at: ir.Value) -> Callable[..., ir.Value]:
+    """load(array, row, type): TILE_LANES values of `type` from column `at` of `row` of a
+    C-contiguous array taken as [rows, its last extent]."""
+    def load(array: Any, row: int, type_: ir.Type) -> ir.Value:
+        width = builder.extract_value(array.shape, array.shape.type.count - 1)
+        start = builder.add(builder.mul(_INDEX(row), width), at)
+        vector = ir.VectorType(type_, TILE_LANES)
+        return builder.load(builder.bitcast(builder.gep(array.data, [start]), vector.as_pointer()),
+                            align=1)
+    return load
+
+
+def _splat(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
+    """An int32 value in every one of TILE_LANES lanes."""
+    lanes = ir.VectorType(_LANE, TILE_LANES)
+    return builder.shuffle_vector(builder.insert_element(ir.Constant(lanes, None), value, _LANE(0)),
+                                  ir.Constant(lanes, None), ir.Constant(lanes, [0] * TILE_LANES))
+
+
+def _stage(builder: ir.IRBuilder, load: Callable[..., ir.Value], words: Any, roundings: Any,
+           limits: Any, stage: int) -> tuple:
+    """The vectors of one RESCALE (_lane_scales's arrays; `stage`: their first index where
+    they hold several) for the columns `load` reads: loaded once per group of rows."""
+    int64s = ir.VectorType(_INDEX, TILE_LANES)
+    vectors = [load(words, 4 * stage + r, _LANE) for r in range(4)]
+    vectors[1] = builder.sext(vectors[1], int64s)
+    ups = [load(roundings, 2 * stage + r, _INDEX) for r in range(2)]
+    bounds = [_splat(builder, builder.load(builder.gep(limits.data, [_INDEX(3 * stage + r)])))
+              for r in range(3)]
+    return (*vectors, *ups, *bounds)
+
+
+def _rescaled_lanes(builder: ir.IRBuilder, v: ir.Value, stage: tuple) -> ir.Value:
+    """The RESCALE of TILE_LANES int32 values as _rescaled makes them from v + offset wrapped
+    to int32, by _stage's vectors: that shifted left, times the multiplier plus its rounding
+    in int64, the high 32 bits of that shifted right (the same floor as the whole shift),
+    clamped to [low, high] less output_zp (within int32), plus output_zp."""
+    offset, multiplier, left, right, up, down, low, high, zp = stage
+    int32s, int64s = v.type, ir.VectorType(_INDEX, TILE_LANES)
+    v = builder.add(v, offset)
+    negative = builder.icmp_signed("<", v, ir.Constant(int32s, [0] * TILE_LANES))
+    product = builder.add(builder.mul(builder.sext(builder.shl(v, left), int64s), multiplier),
+                          builder.select(negative, down, up))
+    y = builder.ashr(builder.trunc(builder.ashr(product, ir.Constant(int64s, [32] * TILE_LANES)),
+                                   int32s), right)
+    y = builder.select(builder.icmp_signed("<", y, low), low, y)
+    return builder.add(builder.select(builder.icmp_signed(">", y, high), high, y), zp)
+
+
+def _lanes_of(builder: ir.IRBuilder, array: Any, row: ir.Value, at: ir.Value) -> ir.Value:
+    """TILE_LANES values of a 2-D array with unit strides along its rows, from column `at`
+    of `row`, as int32 (sign-extended, or truncated from float32 holding integers)."""
+    element = array.data.type.pointee
+    size = element.width // 8 if isinstance(element, ir.IntType) else 4
+    start = builder.add(builder.mul(row, builder.extract_value(array.strides, 0)),
+                        builder.mul(at, _INDEX(size)))
+    pointer = builder.gep(builder.bitcast(array.data, ir.IntType(8).as_pointer()), [start])
+    vector = ir.VectorType(element, TILE_LANES)
+    values = builder.load(builder.bitcast(pointer, vector.as_pointer()), align=1)
+    int32s = ir.VectorType(_LANE, TILE_LANES)
+    if isinstance(element, ir.IntType):
+        return values if element.width == 32 else builder.sext(values, int32s)
+    return builder.fptosi(values, int32s)
+
+
+def _store_lanes(builder: ir.IRBuilder, array: Any, row: ir.Value, at: ir.Value,
+                 y: ir.Value) -> None:
+    """int32 lanes y into a 2-D integer array with unit strides along its rows, from column
+    `at` of `row`, truncated to its type (each value already within it)."""
+    element = array.data.type.pointee
+    if element.width < 32:
+        y = builder.trunc(y, ir.VectorType(element, TILE_LANES))
+    start = builder.add(builder.mul(row, builder.extract_value(array.strides, 0)),
+                        builder.mul(at, _INDEX(element.width // 8)))
+    pointer = builder.gep(builder.bitcast(array.data, ir.IntType(8).as_pointer()), [start])
+    builder.store(y, builder.bitcast(pointer, y.type.as_pointer()), align=1)
+
+
+def _lane_types(*arrays: object) -> bool:
+    """Whether the lane RESCALEs take these arrays: int8..int32 (float32 for the first)."""
+    first, *rest = arrays
+    return (first.dtype == nbtypes.float32 or isinstance(first.dtype, nbtypes.Integer)) and all(
+        isinstance(a.dtype, nbtypes.Integer) for a in rest) and all(
+        a.dtype.bitwidth <= 32 for a in arrays)
+
+
+def _none(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
+    """The codegen of a lane loop for arrays it does not take: no channels made."""
+    return _INDEX(0)
 
 
 @intrinsic
-def _RESCALE_LANES(typingctx: object, x: object, x_row: object, rows: object, words: object,
-                   roundings: object, output_zp: object, low: object, high: object, out: object,
-                   out_row: object) -> tuple[object, Callable[..., object]]:
+def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, roundings: object,
+                   limits: object, out: object, out_row: object) -> tuple[object, Callable[..., object]]:
     """out[out_row + i, c] for i < rows and the whole groups of TILE_LANES channels c of
-    _lane_scales's `words` and `roundings`, from x[x_row + i, c] (unit strides along the
-    rows; int32, or float32 holding integers below 2**24: kernels.exact_dtype's), as
-    _rescaled makes them from x + offset wrapped to int32: the product plus its rounding in
-    int64, its high 32 bits shifted right by shift - 32 (the same floor as the whole shift),
-    clamped to [low, high] less output_zp (within int32), plus output_zp. Returns the channels
-    made (none for x or out of other types). Written as _rescaled is, LLVM makes each lane's
-    int64 shift and clamp one at a time where AVX2 has no 64-bit ones: about 60 instructions
-    per eight channels, here 24 with the store, the parameters loaded once per group of rows."""
+    _lane_scales's arrays, from x[i, c] (unit strides along the rows; integers of 32 bits or
+    fewer, or float32 holding integers below 2**24: kernels.exact_dtype's), as _rescaled makes
+    them (_rescaled_lanes). Returns the channels made (none for other types). Written as
+    _rescaled is, LLVM makes each lane's int64 shift and clamp one at a time where AVX2 has no
+    64-bit ones: about 60 instructions per eight channels, here 25 with the store."""
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
-        xs, words_, roundings_, outs = (
-            context.make_array(signature.args[i])(context, builder, args[i]) for i in (0, 3, 4, 8))
-        first, count, zp, low_value, high_value, out_first = (args[i] for i in (1, 2, 5, 6, 7, 9))
-        lanes = TILE_LANES
-        int32s, int64s = ir.VectorType(_LANE, lanes), ir.VectorType(_INDEX, lanes)
-        element = outs.data.type.pointee
-        x_lanes = ir.VectorType(xs.data.type.pointee, lanes)
-        channels = builder.extract_value(words_.shape, 1)
-        groups = builder.sdiv(channels, _INDEX(lanes))
-
-        def splat(value: ir.Value) -> ir.Value:
-            return builder.shuffle_vector(builder.insert_element(
-                ir.Constant(int32s, None), value, _LANE(0)), ir.Constant(int32s, None),
-                ir.Constant(int32s, [0] * lanes))
-
-        def bound(value: ir.Value) -> ir.Value:
-            low32, high32 = _INDEX(-(1 << 31)), _INDEX((1 << 31) - 1)
-            value = builder.select(builder.icmp_signed("<", value, low32), low32, value)
-            value = builder.select(builder.icmp_signed(">", value, high32), high32, value)
-            return splat(builder.trunc(value, _LANE))
-
-        low, high = bound(builder.sub(low_value, zp)), bound(builder.sub(high_value, zp))
-        zeros = splat(builder.trunc(zp, _LANE))
-        x_bytes = builder.bitcast(xs.data, ir.IntType(8).as_pointer())
-        out_bytes = builder.bitcast(outs.data, ir.IntType(8).as_pointer())
-        x_stride = builder.extract_value(xs.strides, 0)
-        out_stride = builder.extract_value(outs.strides, 0)
-
-        def vector(array: Any, row: int, at: ir.Value, type_: ir.VectorType) -> ir.Value:
-            stride = builder.extract_value(array.strides, 0)
-            start = builder.add(builder.mul(_INDEX(row), builder.udiv(
-                stride, _INDEX(type_.element.width // 8))), at)
-            return builder.load(builder.bitcast(builder.gep(array.data, [start]),
-                                                type_.as_pointer()), align=1)
-
+        xs, words_, roundings_, limits_, outs = (
+            context.make_array(signature.args[i])(context, builder, args[i]) for i in (0, 2, 3, 4, 5))
+        groups = builder.sdiv(builder.extract_value(words_.shape, 1), _INDEX(TILE_LANES))
         with cgutils.for_range(builder, groups) as group:
-            at = builder.mul(group.index, _INDEX(lanes))
-            offset, multiplier, shift = (vector(words_, r, at, int32s) for r in range(3))
-            up, down = (vector(roundings_, r, at, int64s) for r in range(2))
-            multiplier = builder.sext(multiplier, int64s)
-            with cgutils.for_range(builder, count) as row:
-                x_at = builder.add(builder.mul(builder.add(first, row.index), x_stride),
-                                   builder.mul(at, _INDEX(4)))
-                v = builder.load(builder.bitcast(builder.gep(x_bytes, [x_at]),
-                                                 x_lanes.as_pointer()), align=1)
-                if x_lanes != int32s:
-                    v = builder.fptosi(v, int32s)
-                v = builder.add(v, offset)
-                negative = builder.icmp_signed("<", v, ir.Constant(int32s, [0] * lanes))
-                product = builder.add(builder.mul(builder.sext(v, int64s), multiplier),
-                                      builder.select(negative, down, up))
-                y = builder.ashr(builder.trunc(builder.ashr(
-                    product, ir.Constant(int64s, [32] * lanes)), int32s), shift)
-                y = builder.select(builder.icmp_signed("<", y, low), low, y)
-                y = builder.add(builder.select(builder.icmp_signed(">", y, high), high, y), zeros)
-                if element.width < 32:
-                    y = builder.trunc(y, ir.VectorType(element, lanes))
-                out_at = builder.add(builder.mul(builder.add(out_first, row.index), out_stride),
-                                     builder.mul(at, _INDEX(element.width // 8)))
-                builder.store(y, builder.bitcast(builder.gep(out_bytes, [out_at]),
-                                                 y.type.as_pointer()), align=1)
-        return builder.mul(groups, _INDEX(lanes))
+            at = builder.mul(group.index, _INDEX(TILE_LANES))
+            stage = _stage(builder, _lane_loader(builder, at), words_, roundings_, limits_, 0)
+            with cgutils.for_range(builder, args[1]) as row:
+                y = _rescaled_lanes(builder, _lanes_of(builder, xs, row.index, at), stage)
+                _store_lanes(builder, outs, builder.add(args[6], row.index), at, y)
+        return builder.mul(groups, _INDEX(TILE_LANES))
 
-    def none(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
-        return _INDEX(0)
-
-    made = (x.dtype in (nbtypes.int32, nbtypes.float32) and isinstance(out.dtype, nbtypes.Integer)
-            and out.dtype.bitwidth <= 32)
-    return nbtypes.intp(x, x_row, rows, words, roundings, output_zp, low, high, out,
-                        out_row), codegen if made else none
+    return (nbtypes.intp(x, rows, words, roundings, limits, out, out_row),
+            codegen if _lane_types(x, out) else _none)
 
 
 @_inlined
@@ -991,16 +1043,106 @@ def _rescale_block(x: np.ndarray, rows: int, rescale: tuple, lanes: tuple, out: 
                    out_row: int) -> None:
     """out[out_row + i] = _rescale_row of x[i] (its first C columns) by `rescale` (a
     kernels.Rescale wrapping to int32) for i < rows: by _RESCALE_LANES where `lanes`
-    (_lane_scales of it) can, the channels past its groups as _rescale_row makes them."""
+    (_lanes of it) can, the channels past its groups as _rescale_row makes them."""
     channels, done = out.shape[1], 0
-    if lanes[0] and x.strides[1] == 4 and out.strides[1] == out.itemsize:
-        done = _RESCALE_LANES(x, 0, rows, lanes[1], lanes[2], rescale[3], rescale[4],
-                              rescale[5], out, out_row)
+    if lanes[0] and x.strides[1] == x.itemsize and out.strides[1] == out.itemsize:
+        done = _RESCALE_LANES(x, rows, lanes[1], lanes[2], lanes[3], out, out_row)
     if done < channels:
         for i in range(rows):
             _rescale_row(x[i, done:channels], rescale[0][done:], True, rescale[1][done:],
                          rescale[2][done:], rescale[3], rescale[4], rescale[5], rescale[6],
                          out[out_row + i, done:])
+
+
+def _residual_lanes(twice: bool) -> Callable[..., int]:
+    """An intrinsic residual(y, x, rows, words, roundings, limits, out): out[i, c] for i <
+    rows and the whole groups of TILE_LANES channels c, the quantized residual ADD of
+    y[i, c] and x[i, c] as _residual_row makes it, by the lane RESCALE (_rescaled_lanes):
+    y's (after y's first where `twice`), x's, their sum wrapped to int32, and the sum's, by
+    _residual_scales's arrays (stages 0-3: y's first, y's, x's, the sum's). Returns the
+    channels made (none for other types)."""
+
+    @intrinsic
+    def residual(typingctx: object, y: object, x: object, rows: object, words: object,
+                 roundings: object, limits: object,
+                 out: object) -> tuple[object, Callable[..., object]]:
+        def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
+            ys, xs, words_, roundings_, limits_, outs = (
+                context.make_array(signature.args[i])(context, builder, args[i])
+                for i in (0, 1, 3, 4, 5, 6))
+            groups = builder.sdiv(builder.extract_value(ys.shape, 1), _INDEX(TILE_LANES))
+            with cgutils.for_range(builder, groups) as group:
+                at = builder.mul(group.index, _INDEX(TILE_LANES))
+                load = _lane_loader(builder, at)
+                first, y_stage, x_stage, sum_stage = (
+                    _stage(builder, load, words_, roundings_, limits_, k) for k in range(4))
+                with cgutils.for_range(builder, args[2]) as row:
+                    v = _lanes_of(builder, ys, row.index, at)
+                    if twice:
+                        v = _rescaled_lanes(builder, v, first)
+                    total = builder.add(_rescaled_lanes(builder, v, y_stage), _rescaled_lanes(
+                        builder, _lanes_of(builder, xs, row.index, at), x_stage))
+                    _store_lanes(builder, outs, row.index, at,
+                                 _rescaled_lanes(builder, total, sum_stage))
+            return builder.mul(groups, _INDEX(TILE_LANES))
+
+        signature = nbtypes.intp(y, x, rows, words, roundings, limits, out)
+        return signature, codegen if _lane_types(y, x, out) else _none
+
+    return residual
+
+
+_RESIDUAL_ONCE, _RESIDUAL_TWICE = _residual_lanes(False), _residual_lanes(True)
+
+
+@_inlined
+def _residual_scales(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple,
+                     x_scale: tuple, out_scale: tuple) -> tuple:
+    """The four RESCALEs of a quantized residual ADD of rows of y and x (their types' ranges
+    bounding the values) as _residual_lanes takes them, made once per block of rows: (whether
+    they can, words, roundings, limits), a stage each as _lane_scales makes it."""
+    n = out_scale[0].shape[0]
+    words, roundings = np.empty((4, 4, n), np.int32), np.empty((4, 2, n), np.int64)
+    limits = np.empty((4, 3), np.int32)
+    low, high = np.int64(np.iinfo(y.dtype).min), np.int64(np.iinfo(y.dtype).max)
+    usable = True
+    if y_first[0].shape[0]:
+        usable = _lane_scales(y_first, low, high, False, words[0], roundings[0], limits[0])
+        low, high = y_first[4], y_first[5]
+    usable = usable and _lane_scales(y_scale, low, high, False, words[1], roundings[1], limits[1])
+    x_low, x_high = np.int64(np.iinfo(x.dtype).min), np.int64(np.iinfo(x.dtype).max)
+    usable = usable and _lane_scales(x_scale, x_low, x_high, False, words[2], roundings[2],
+                                     limits[2])
+    return (usable and _lane_scales(out_scale, 0, 0, True, words[3], roundings[3], limits[3]),
+            words, roundings, limits)
+
+
+@_inlined
+def _residual_block(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple,
+                    x_scale: tuple, out_scale: tuple, lanes: tuple, out: np.ndarray) -> None:
+    """residual_rows of the rows of y and x [rows, C] into out (which may be x): by
+    _residual_lanes where `lanes` (_residual_scales of them) can, the channels past its
+    groups as _quantized_add_row makes them."""
+    done = 0
+    if lanes[0] and y.strides[1] == y.itemsize and x.strides[1] == x.itemsize and (
+            out.strides[1] == out.itemsize):
+        if y_first[0].shape[0]:
+            done = _RESIDUAL_TWICE(y, x, y.shape[0], lanes[1], lanes[2], lanes[3], out)
+        else:
+            done = _RESIDUAL_ONCE(y, x, y.shape[0], lanes[1], lanes[2], lanes[3], out)
+    if done < y.shape[1]:
+        for i in range(y.shape[0]):
+            _quantized_add_row(y[i, done:], x[i, done:], _columns(y_first, done),
+                               _columns(y_scale, done), _columns(x_scale, done),
+                               _columns(out_scale, done), out[i, done:])
+
+
+@_inlined
+def _columns(scale: tuple, first: int) -> tuple:
+    """A kernels.Rescale's vectors from column `first` on (none where it has none)."""
+    start = min(first, scale[0].shape[0])
+    return (scale[0][start:], scale[1][start:], scale[2][start:], scale[3], scale[4], scale[5],
+            scale[6])
 
 
 _ROWS_1, _ROWS_2, _ROWS_3, _ROWS_4 = (_int8_tile(TILE_ROWS, min(c, _TILE_CHUNKS)) for c in range(1, 5))
@@ -1073,7 +1215,7 @@ def _packed_rows_rescaled(x: np.ndarray, first: int, stop: int, w: np.ndarray,
     (gemm_rows_packed's block, depthwise_gemm_rows_packed's band)."""
     acc = _aligned((TILE_ROWS, w.shape[1]), np.int32)
     wide = np.empty((TILE_ROWS, x.shape[1] if _WIDEN else 0), np.int16)
-    lanes = _lane_scales(rescale)
+    lanes = _lanes(rescale)
     for start in range(first, stop, TILE_ROWS):
         count = min(TILE_ROWS, stop - start)
         _int8_products(x, start, count, w, acc, wide)
@@ -1117,7 +1259,7 @@ def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_to
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
     made = _aligned(((stop - top) * width, channels), x.dtype)
     acc = _aligned((width, channels), w.dtype)
-    lanes = _lane_scales(first)
+    lanes = _lanes(first)
     for r in range(top, stop):
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
                     dilation_y, dilation_x, acc)
@@ -1126,8 +1268,8 @@ def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_to
     _packed_rows_rescaled(made, 0, made.shape[0], packed, then, part)
     if residual.shape[0]:
         y = residual[b, top:stop].reshape(-1, columns)
-        for i in range(part.shape[0]):
-            _quantized_add_row(y[i], part[i], y_first, y_scale, x_scale, out_scale, part[i])
+        lanes = _residual_scales(y, part, y_first, y_scale, x_scale, out_scale)
+        _residual_block(y, part, y_first, y_scale, x_scale, out_scale, lanes, part)
 
 
 @_RowLoop
@@ -1388,9 +1530,16 @@ def residual_rows(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple, 
     RESCALE a kernels.Rescale (offset, multiplier, shift, output_zp, low, high, double_round)
     made as _rescaled makes it (a y already of int32 takes the identity, multiplier 2**30 and
     shift 30); y is rescaled by `y_first` before, where its vectors have entries (y rescaled
-    twice, as TFLite's lowering writes it)."""
-    for i in prange(y.shape[0]):
-        _quantized_add_row(y[i], x[i], y_first, y_scale, x_scale, out_scale, out[i])
+    twice, as TFLite's lowering writes it). In blocks of RESIDUAL_ROWS rows (_residual_block)."""
+    lanes = _residual_scales(y, x, y_first, y_scale, x_scale, out_scale)
+    for k in prange(-(-y.shape[0] // RESIDUAL_ROWS)):
+        first, stop = k * RESIDUAL_ROWS, min(y.shape[0], k * RESIDUAL_ROWS + RESIDUAL_ROWS)
+        _residual_block(y[first:stop], x[first:stop], y_first, y_scale, x_scale, out_scale,
+                        lanes, out[first:stop])
+
+
+RESIDUAL_ROWS = 64
+"""The rows of residual_rows's blocks, each a call of its lane loop."""
 
 
 @_inlined
@@ -1604,7 +1753,7 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
     n, rows, width, channels = out.shape
     blocks = -(-rows // block)
     rescale = (offset, multiplier, shift, output_zp, low, high, double_round)
-    lanes = _lane_scales(rescale)
+    lanes = _lanes(rescale)
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
