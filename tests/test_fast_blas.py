@@ -243,19 +243,20 @@ def test_int8_convolutions_take_the_tiles_loop_where_the_cpu_has_it(k, columns, 
         assert made is None or made[0].dtype == np.int8  # MKL's, where bound
 
 
-@pytest.mark.parametrize("name, features, tiles", [
-    (None, "+avx2,+fma", "avx2"),
-    (None, "+avx2,+avx512f,+avx512vnni", "avx512vnni"),
-    (None, "+avx2,+avx512f,-avx512vnni", "avx2"),
-    (None, "+avx2,+avxvnni", "avxvnni"),
-    (None, "+avx2,+avx512f,+avx512vnni,+avxvnni", "avx512vnni"),
-    (None, "+sse4.2", None),
-    ("generic", None, None),  # a CPU named alone (a portable cache): taken to lack both
+@pytest.mark.parametrize("name, features, tiles, lanes", [
+    (None, "+avx2,+fma", "avx2", True),
+    (None, "+avx2,+avx512f,+avx512vnni", "avx512vnni", False),
+    (None, "+avx2,+avx512f,-avx512vnni", "avx2", False),
+    (None, "+avx2,+avxvnni", "avxvnni", True),
+    (None, "+avx2,+avx512f,+avx512vnni,+avxvnni", "avx512vnni", False),
+    (None, "+sse4.2", None, False),
+    ("generic", None, None, False),  # a CPU named alone (a portable cache): taken to lack both
 ])
-def test_int8_tiles_only_where_numba_compiles_for_them(monkeypatch, name, features, tiles):
+def test_int8_tiles_only_where_numba_compiles_for_them(monkeypatch, name, features, tiles, lanes):
     """The int8 tiles use VNNI, else AVX2, only where the code numba makes may use the
     instructions: with the user's NUMBA_CPU_NAME or NUMBA_CPU_FEATURES, as those say, not as
-    the host is."""
+    the host is; the int8 RESCALEs run in lanes only with the tiles and without AVX-512."""
     monkeypatch.setattr(compiled.numba_config, "CPU_NAME", name)
     monkeypatch.setattr(compiled.numba_config, "CPU_FEATURES", features)
     assert compiled._int8_tiles() == tiles
+    assert compiled._lane_rescale() is lanes

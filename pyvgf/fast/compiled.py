@@ -740,18 +740,30 @@ def gemm_rows_int8(x: np.ndarray, w: np.ndarray, out: np.ndarray, blocks: int,
                              double_round, out[first + i])
 
 
+def _features() -> set[str]:
+    """The instruction sets the code numba makes here may use, by LLVM's names: those of
+    NUMBA_CPU_FEATURES where the user set them, else this CPU's; none for a CPU named by
+    NUMBA_CPU_NAME alone (a portable cache)."""
+    if numba_config.CPU_FEATURES is not None:
+        return {f[1:] for f in numba_config.CPU_FEATURES.split(",") if f.startswith("+")}
+    if numba_config.CPU_NAME is not None:
+        return set()
+    return {name for name, on in llvmlite.binding.get_host_cpu_features().items() if on}
+
+
 def _int8_tiles() -> str | None:
     """The instruction set of the int8 tiles (_int8_products) in the code numba makes here:
-    the first of _TILES that the features it compiles for (NUMBA_CPU_FEATURES where the user
-    set them, else this CPU's) include, else None. A CPU named by NUMBA_CPU_NAME alone (a
-    portable cache) is taken to lack them all."""
-    if numba_config.CPU_FEATURES is not None:
-        features = set(numba_config.CPU_FEATURES.split(","))
-        return next((isa for isa in _TILES if f"+{isa}" in features), None)
-    if numba_config.CPU_NAME is not None:
-        return None
-    host = llvmlite.binding.get_host_cpu_features()
-    return next((isa for isa in _TILES if host.get(isa)), None)
+    the first of _TILES that _features includes, else None."""
+    features = _features()
+    return next((isa for isa in _TILES if isa in features), None)
+
+
+def _lane_rescale() -> bool:
+    """Whether int8 RESCALEs run as _rescaled_lanes writes them: where the int8 tiles run and
+    the CPU lacks AVX-512, whose 64-bit vector shifts and clamps LLVM uses for _rescaled as
+    written (on a 16-core Xeon with AVX-512, Arm's int8 MobileNetV2 took 1.06-1.15x as long
+    in lanes; on an AMD EPYC with AVX2, 0.86-0.88x)."""
+    return _int8_tiles() is not None and "avx512f" not in _features()
 
 
 _TILES = {"avx512vnni": (16, 4, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
@@ -768,7 +780,7 @@ would saturate), the weight's int8 pairs widened to int16 as they are loaded (st
 int16, the weights of 960 or 1280 input channels took 1.2-1.5x the time: twice the bytes to
 read)."""
 
-INT8_TILES = _int8_tiles()
+INT8_TILES, LANE_RESCALE = _int8_tiles(), _lane_rescale()
 """The instruction set gemm_rows_packed's tiles use here, or None where the CPU has none of
 them (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
@@ -887,13 +899,15 @@ def _lane_scales(rescale: tuple, lowest: int, highest: int, wraps: bool, words: 
     and of one < 0) and limits int32 [3] (low and high less output_zp, within int32, and
     output_zp). Its input lies in lowest..highest; where it `wraps`, the value plus offset is
     wrapped to int32 (a convolution's RESCALE), else it must lie within int32 (a residual
-    ADD's, which does not wrap). Returns whether it can: every multiplier
-    >= 0, every shift 1..63 and, where a shift is below 32, the value shifted left by
-    32 - shift within int32 (the product's high 32 bits are then shifted right by
+    ADD's, which does not wrap). Returns whether it can: LANE_RESCALE holds, every multiplier
+    is >= 0, every shift 1..63 and, where a shift is below 32, the value shifted left by
+    32 - shift lies within int32 (the product's high 32 bits are then shifted right by
     shift - 32, or not at all)."""
     offset, multiplier, shift = rescale[0], rescale[1], rescale[2]
     bottom, top = np.int64(-(1 << 31)), np.int64((1 << 31) - 1)
-    usable = True
+    usable = LANE_RESCALE
+    if not usable:
+        return False
     for c in range(offset.shape[0]):
         s = shift[c]
         left = max(0, 32 - s)
@@ -1048,10 +1062,10 @@ def _rescale_block(x: np.ndarray, rows: int, rescale: tuple, lanes: tuple, out: 
     if lanes[0] and x.strides[1] == x.itemsize and out.strides[1] == out.itemsize:
         done = _RESCALE_LANES(x, rows, lanes[1], lanes[2], lanes[3], out, out_row)
     if done < channels:
+        rest = _columns(rescale, done)  # sliced once, not per row: each slice is an array
         for i in range(rows):
-            _rescale_row(x[i, done:channels], rescale[0][done:], True, rescale[1][done:],
-                         rescale[2][done:], rescale[3], rescale[4], rescale[5], rescale[6],
-                         out[out_row + i, done:])
+            _rescale_row(x[i, done:channels], rest[0], True, rest[1], rest[2], rest[3], rest[4],
+                         rest[5], rest[6], out[out_row + i, done:])
 
 
 def _residual_lanes(twice: bool) -> Callable[..., int]:
@@ -1130,11 +1144,18 @@ def _residual_block(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple
             done = _RESIDUAL_TWICE(y, x, y.shape[0], lanes[1], lanes[2], lanes[3], out)
         else:
             done = _RESIDUAL_ONCE(y, x, y.shape[0], lanes[1], lanes[2], lanes[3], out)
-    if done < y.shape[1]:
-        for i in range(y.shape[0]):
-            _quantized_add_row(y[i, done:], x[i, done:], _columns(y_first, done),
-                               _columns(y_scale, done), _columns(x_scale, done),
-                               _columns(out_scale, done), out[i, done:])
+    if done < y.shape[1]:  # the vectors sliced once, not per row: each slice is an array
+        _residual_columns(y, x, _columns(y_first, done), _columns(y_scale, done),
+                          _columns(x_scale, done), _columns(out_scale, done), out, done)
+
+
+@_inlined
+def _residual_columns(y: np.ndarray, x: np.ndarray, y_first: tuple, y_scale: tuple,
+                      x_scale: tuple, out_scale: tuple, out: np.ndarray, done: int) -> None:
+    """_quantized_add_row of each row's columns from `done` on (the vectors already sliced)."""
+    for i in range(y.shape[0]):
+        _quantized_add_row(y[i, done:], x[i, done:], y_first, y_scale, x_scale, out_scale,
+                           out[i, done:])
 
 
 @_inlined
