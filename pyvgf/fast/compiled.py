@@ -762,7 +762,7 @@ def _lane_rescale() -> bool:
     """Whether int8 RESCALEs run as _rescaled_lanes writes them: where the int8 tiles run and
     the CPU lacks AVX-512, whose 64-bit vector shifts and clamps LLVM uses for _rescaled as
     written (on a 16-core Xeon with AVX-512, Arm's int8 MobileNetV2 took 1.06-1.15x as long
-    in lanes; on an AMD EPYC with AVX2, 0.86-0.88x)."""
+    in lanes; on an AMD EPYC with AVX2, 0.80-0.93x)."""
     return _int8_tiles() is not None and "avx512f" not in _features()
 
 
