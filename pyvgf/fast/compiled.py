@@ -780,10 +780,13 @@ would saturate), the weight's int8 pairs widened to int16 as they are loaded (st
 int16, the weights of 960 or 1280 input channels took 1.2-1.5x the time: twice the bytes to
 read)."""
 
-INT8_TILES, LANE_RESCALE = _int8_tiles(), _lane_rescale()
+INT8_TILES = _int8_tiles()
 """The instruction set gemm_rows_packed's tiles use here, or None where the CPU has none of
 them (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
+
+LANE_RESCALE = _lane_rescale()
+"""Whether the int8 RESCALEs run eight int32 lanes a step (_rescaled_lanes) here."""
 
 TILE_LANES, PACK_DEPTH, TILE_ROWS, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]
 """The int32 lanes of a register (int8_packed's columns come in groups of as many), the input
@@ -904,10 +907,10 @@ def _lane_scales(rescale: tuple, lowest: int, highest: int, wraps: bool, words: 
     32 - shift lies within int32 (the product's high 32 bits are then shifted right by
     shift - 32, or not at all)."""
     offset, multiplier, shift = rescale[0], rescale[1], rescale[2]
-    bottom, top = np.int64(-(1 << 31)), np.int64((1 << 31) - 1)
-    usable = LANE_RESCALE
-    if not usable:
+    if not LANE_RESCALE:
         return False
+    bottom, top = np.int64(-(1 << 31)), np.int64((1 << 31) - 1)
+    usable = True
     for c in range(offset.shape[0]):
         s = shift[c]
         left = max(0, 32 - s)
@@ -918,7 +921,8 @@ def _lane_scales(rescale: tuple, lowest: int, highest: int, wraps: bool, words: 
         rounding = (np.int64(1) << (s - 1 + left)) if fits else np.int64(0)
         twice = (np.int64(1) << 30) if rescale[6] and s > 31 else np.int64(0)
         words[0, c], words[1, c] = np.int32(offset[c]), np.int32(multiplier[c] if fits else 0)
-        words[2, c], words[3, c] = np.int32(left if fits else 0), np.int32(s - 32 + left if fits else 0)
+        words[2, c] = np.int32(left if fits else 0)
+        words[3, c] = np.int32(s - 32 + left if fits else 0)
         roundings[0, c], roundings[1, c] = rounding + twice, rounding - twice
     limits[0] = np.int32(min(max(rescale[4] - rescale[3], bottom), top))
     limits[1] = np.int32(min(max(rescale[5] - rescale[3], bottom), top))
@@ -931,7 +935,8 @@ def _lanes(rescale: tuple) -> tuple:
     """_lane_scales of a convolution's `rescale` (its int32 sums wrapped) into arrays of their
     own: (whether it can, words, roundings, limits)."""
     n = rescale[0].shape[0]
-    words, roundings, limits = np.empty((4, n), np.int32), np.empty((2, n), np.int64), np.empty(3, np.int32)
+    words, roundings = np.empty((4, n), np.int32), np.empty((2, n), np.int64)
+    limits = np.empty(3, np.int32)
     usable = _lane_scales(rescale, 0, 0, True, words, roundings, limits)
     return usable, words, roundings, limits
 
@@ -1029,7 +1034,8 @@ def _none(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> o
 
 @intrinsic
 def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, roundings: object,
-                   limits: object, out: object, out_row: object) -> tuple[object, Callable[..., object]]:
+                   limits: object, out: object,
+                   out_row: object) -> tuple[object, Callable[..., object]]:
     """out[out_row + i, c] for i < rows and the whole groups of TILE_LANES channels c of
     _lane_scales's arrays, from x[i, c] (unit strides along the rows; integers of 32 bits or
     fewer, or float32 holding integers below 2**24: kernels.exact_dtype's), as _rescaled makes
@@ -1038,7 +1044,8 @@ def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, ro
     64-bit ones: about 60 instructions per eight channels, here 25 with the store."""
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
         xs, words_, roundings_, limits_, outs = (
-            context.make_array(signature.args[i])(context, builder, args[i]) for i in (0, 2, 3, 4, 5))
+            context.make_array(signature.args[i])(context, builder, args[i])
+            for i in (0, 2, 3, 4, 5))
         groups = builder.sdiv(builder.extract_value(words_.shape, 1), _INDEX(TILE_LANES))
         with cgutils.for_range(builder, groups) as group:
             at = builder.mul(group.index, _INDEX(TILE_LANES))
