@@ -1041,7 +1041,7 @@ def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, ro
     fewer, or float32 holding integers below 2**24: kernels.exact_dtype's), as _rescaled makes
     them (_rescaled_lanes). Returns the channels made (none for other types). Written as
     _rescaled is, LLVM makes each lane's int64 shift and clamp one at a time where AVX2 has no
-    64-bit ones: about 60 instructions per eight channels, here 25 with the store."""
+    64-bit ones: about 60 instructions per eight channels, here 26 with the store."""
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
         xs, words_, roundings_, limits_, outs = (
             context.make_array(signature.args[i])(context, builder, args[i])
