@@ -802,6 +802,7 @@ PACKED = np.dtype(np.int16 if _WIDEN else np.int32)
 
 _LANE, _INDEX = ir.IntType(32), ir.IntType(64)
 _VECTOR = ir.VectorType(_LANE, TILE_LANES)
+_WIDE = ir.VectorType(_INDEX, TILE_LANES)
 _PAIRS = ir.VectorType(ir.IntType(16), 2 * TILE_LANES)
 _ZEROS = ir.Constant(_VECTOR, [0] * TILE_LANES)
 _SIGN_BITS = ir.Constant(_LANE, 0x80808080 - (1 << 32))
@@ -870,9 +871,7 @@ def _int8_tile(rows: int, chunks: int) -> Callable[..., None]:
                     word = builder.load(four, align=1)
                     # The sign bits flipped before the broadcast: flipped after it, LLVM 22's
                     # instruction selection never ended.
-                    inputs = builder.shuffle_vector(builder.insert_element(
-                        _ZEROS, word if _WIDEN else builder.xor(word, _SIGN_BITS), _LANE(0)),
-                        _ZEROS, _ZEROS)
+                    inputs = _splat(builder, word if _WIDEN else builder.xor(word, _SIGN_BITS))
                     for c in range(chunks):
                         total = builder.load(sums[r][c])
                         if _WIDEN:
@@ -955,18 +954,15 @@ def _lane_loader(builder: ir.IRBuilder, at: ir.Value) -> Callable[..., ir.Value]
 
 def _splat(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     """An int32 value in every one of TILE_LANES lanes."""
-    lanes = ir.VectorType(_LANE, TILE_LANES)
-    return builder.shuffle_vector(builder.insert_element(ir.Constant(lanes, None), value, _LANE(0)),
-                                  ir.Constant(lanes, None), ir.Constant(lanes, [0] * TILE_LANES))
+    return builder.shuffle_vector(builder.insert_element(_ZEROS, value, _LANE(0)), _ZEROS, _ZEROS)
 
 
 def _stage(builder: ir.IRBuilder, load: Callable[..., ir.Value], words: Any, roundings: Any,
            limits: Any, stage: int) -> tuple:
     """The vectors of one RESCALE (_lane_scales's arrays; `stage`: their first index where
     they hold several) for the columns `load` reads: loaded once per group of rows."""
-    int64s = ir.VectorType(_INDEX, TILE_LANES)
     vectors = [load(words, 4 * stage + r, _LANE) for r in range(4)]
-    vectors[1] = builder.sext(vectors[1], int64s)
+    vectors[1] = builder.sext(vectors[1], _WIDE)
     ups = [load(roundings, 2 * stage + r, _INDEX) for r in range(2)]
     bounds = [_splat(builder, builder.load(builder.gep(limits.data, [_INDEX(3 * stage + r)])))
               for r in range(3)]
@@ -979,13 +975,12 @@ def _rescaled_lanes(builder: ir.IRBuilder, v: ir.Value, stage: tuple) -> ir.Valu
     in int64, the high 32 bits of that shifted right (the same floor as the whole shift),
     clamped to [low, high] less output_zp (within int32), plus output_zp."""
     offset, multiplier, left, right, up, down, low, high, zp = stage
-    int32s, int64s = v.type, ir.VectorType(_INDEX, TILE_LANES)
     v = builder.add(v, offset)
-    negative = builder.icmp_signed("<", v, ir.Constant(int32s, [0] * TILE_LANES))
-    product = builder.add(builder.mul(builder.sext(builder.shl(v, left), int64s), multiplier),
+    negative = builder.icmp_signed("<", v, _ZEROS)
+    product = builder.add(builder.mul(builder.sext(builder.shl(v, left), _WIDE), multiplier),
                           builder.select(negative, down, up))
-    y = builder.ashr(builder.trunc(builder.ashr(product, ir.Constant(int64s, [32] * TILE_LANES)),
-                                   int32s), right)
+    y = builder.ashr(builder.trunc(builder.ashr(product, ir.Constant(_WIDE, [32] * TILE_LANES)),
+                                   _VECTOR), right)
     y = builder.select(builder.icmp_signed("<", y, low), low, y)
     return builder.add(builder.select(builder.icmp_signed(">", y, high), high, y), zp)
 
@@ -994,16 +989,11 @@ def _lanes_of(builder: ir.IRBuilder, array: Any, row: ir.Value, at: ir.Value) ->
     """TILE_LANES values of a 2-D array with unit strides along its rows, from column `at`
     of `row`, as int32 (sign-extended, or truncated from float32 holding integers)."""
     element = array.data.type.pointee
-    size = element.width // 8 if isinstance(element, ir.IntType) else 4
-    start = builder.add(builder.mul(row, builder.extract_value(array.strides, 0)),
-                        builder.mul(at, _INDEX(size)))
-    pointer = builder.gep(builder.bitcast(array.data, ir.IntType(8).as_pointer()), [start])
     vector = ir.VectorType(element, TILE_LANES)
-    values = builder.load(builder.bitcast(pointer, vector.as_pointer()), align=1)
-    int32s = ir.VectorType(_LANE, TILE_LANES)
+    values = builder.load(_row_at(builder, array, row, at, vector), align=1)
     if isinstance(element, ir.IntType):
-        return values if element.width == 32 else builder.sext(values, int32s)
-    return builder.fptosi(values, int32s)
+        return values if element.width == 32 else builder.sext(values, _VECTOR)
+    return builder.fptosi(values, _VECTOR)
 
 
 def _store_lanes(builder: ir.IRBuilder, array: Any, row: ir.Value, at: ir.Value,
@@ -1013,10 +1003,19 @@ def _store_lanes(builder: ir.IRBuilder, array: Any, row: ir.Value, at: ir.Value,
     element = array.data.type.pointee
     if element.width < 32:
         y = builder.trunc(y, ir.VectorType(element, TILE_LANES))
+    builder.store(y, _row_at(builder, array, row, at, y.type), align=1)
+
+
+def _row_at(builder: ir.IRBuilder, array: Any, row: ir.Value, at: ir.Value,
+            vector: ir.VectorType) -> ir.Value:
+    """A pointer to `vector` at column `at` of `row` of a 2-D array with unit strides along
+    its rows (its elements of 32 bits or fewer)."""
+    element = array.data.type.pointee
+    size = element.width // 8 if isinstance(element, ir.IntType) else 4
     start = builder.add(builder.mul(row, builder.extract_value(array.strides, 0)),
-                        builder.mul(at, _INDEX(element.width // 8)))
+                        builder.mul(at, _INDEX(size)))
     pointer = builder.gep(builder.bitcast(array.data, ir.IntType(8).as_pointer()), [start])
-    builder.store(y, builder.bitcast(pointer, y.type.as_pointer()), align=1)
+    return builder.bitcast(pointer, vector.as_pointer())
 
 
 def _lane_types(*arrays: object) -> bool:
