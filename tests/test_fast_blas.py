@@ -195,6 +195,26 @@ def test_the_int8_gemm_gives_the_float_gemms_rescaled_results(rows, k, columns, 
         np.testing.assert_array_equal(got, want)
 
 
+@pytest.mark.parametrize("double_round", [False, True], ids=["single-round", "double-round"])
+def test_the_int8_tiles_split_over_the_threads_give_one_threads_results(double_round):
+    """compiled.gemm_rows_packed's threaded form, its rows in blocks over numba's threads, gives
+    its serial form's results bit for bit (each form is compiled on its own: a loop body that
+    numba's parallel lowering refuses fails only the threaded one)."""
+    if not compiled.INT8_TILES:
+        pytest.skip("this CPU has neither AVX-512 VNNI nor AVX2")
+    rng = np.random.default_rng(23)
+    a = rng.integers(-128, 128, (53, 24)).astype(np.int8)
+    weight = rng.integers(-128, 128, (24, 40)).astype(np.int8)
+    weight.flags.writeable = False
+    matrix, folded = kernels.int8_gemm(weight, 0, _rescale(rng, 40, double_round, (32, 64)))
+    want = np.empty((53, 40), np.int8)
+    compiled.gemm_rows_packed.serial(a, matrix, want, 1, *folded)
+    for blocks in (2, 3):
+        got = np.empty((53, 40), np.int8)
+        compiled.gemm_rows_packed.threaded(a, matrix, got, blocks, *folded)
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("workers, rows, columns, parts, by_columns", [
     (16, 196, 384, 12, False),  # 196 rows: 12 threads of 16 rows, not one thread
     (16, 196, 576, 16, True),   # by columns: 16 threads rather than 12

@@ -931,12 +931,16 @@ def _lane_scales(rescale: tuple, lowest: int, highest: int, wraps: bool, words: 
 @_inlined
 def _lanes(rescale: tuple) -> tuple:
     """_lane_scales of a convolution's `rescale` (its int32 sums wrapped) into arrays of their
-    own: (whether it can, words, roundings, limits)."""
+    own: (whether it can, words, roundings, limits, whether any value < 0 rounds otherwise than
+    one >= 0: the RESCALE rounds twice)."""
     n = rescale[0].shape[0]
     words, roundings = np.empty((4, n), np.int32), np.empty((2, n), np.int64)
     limits = np.empty(3, np.int32)
     usable = _lane_scales(rescale, 0, 0, True, words, roundings, limits)
-    return usable, words, roundings, limits
+    twice = False
+    for c in range(n):  # a loop, not an array expression: numba's prange bodies take none
+        twice = twice or roundings[0, c] != roundings[1, c]
+    return usable, words, roundings, limits, twice
 
 
 def _lane_loader(builder: ir.IRBuilder, at: ir.Value) -> Callable[..., ir.Value]:
@@ -957,17 +961,19 @@ def _splat(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
 
 
 def _stage(builder: ir.IRBuilder, load: Callable[..., ir.Value], words: Any, roundings: Any,
-           limits: Any, stage: int) -> tuple:
+           limits: Any, stage: int, twice: bool = True) -> tuple:
     """The vectors of one RESCALE (_lane_scales's arrays; `stage`: their first index where
     they hold several) for the columns `load` reads, as _rescaled_lanes takes them: loaded
-    once per group of rows."""
+    once per group of rows. Without `twice`, a value < 0 rounds as one >= 0 does (no RESCALE
+    rounding twice), and the second rounding is not loaded (None)."""
     offset, multiplier, left, right = (load(words, 4 * stage + r, _LANE) for r in range(4))
-    up, down = (load(roundings, 2 * stage + r, _INDEX) for r in range(2))
+    up, down = (load(roundings, 2 * stage + r, _INDEX) if r == 0 or twice else None
+                for r in range(2))
     bounds = [_splat(builder, builder.load(builder.gep(limits.data, [_INDEX(3 * stage + r)])))
               for r in range(3)]
     return (offset, _halves(builder, multiplier), left, right,
             *((builder.shuffle_vector(r, r, _EVEN), builder.shuffle_vector(r, r, _ODD))
-              for r in (up, down)), *bounds)
+              if r is not None else (None, None) for r in (up, down)), *bounds)
 
 
 _HALF = ir.VectorType(_INDEX, TILE_LANES // 2)
@@ -1003,8 +1009,9 @@ def _rescaled_lanes(builder: ir.IRBuilder, v: ir.Value, stage: tuple) -> ir.Valu
     for half, multiplier, up, down in zip(_halves(builder, builder.shl(builder.add(v, offset), left)),
                                           multipliers, ups, downs):
         product = builder.mul(half, multiplier)
-        negative = builder.icmp_signed("<", product, _NO_PRODUCT)
-        products.append(builder.add(product, builder.select(negative, down, up)))
+        if down is not None:
+            up = builder.select(builder.icmp_signed("<", product, _NO_PRODUCT), down, up)
+        products.append(builder.add(product, up))
     even = builder.bitcast(builder.lshr(products[0], _THIRTY_TWO), _VECTOR)
     y = builder.shuffle_vector(even, builder.bitcast(products[1], _VECTOR), _HIGH_HALVES)
     y = builder.ashr(y, right)
@@ -1060,12 +1067,13 @@ def _none(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> o
 
 @intrinsic
 def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, roundings: object,
-                   limits: object, out: object,
-                   out_row: object) -> tuple[object, Callable[..., object]]:
+                   limits: object, out: object, out_row: object,
+                   twice: object) -> tuple[object, Callable[..., object]]:
     """out[out_row + i, c] for i < rows and the whole groups of TILE_LANES channels c of
     _lane_scales's arrays, from x[i, c] (unit strides along the rows; integers of 32 bits or
     fewer, or float32 holding integers below 2**24: kernels.exact_dtype's), as _rescaled makes
-    them (_rescaled_lanes). Returns the channels made (none for other types). Written as
+    them (_rescaled_lanes), a value < 0 rounding as one >= 0 does unless `twice` (the
+    RESCALE rounds twice: _lanes). Returns the channels made (none for other types). Written as
     _rescaled is, LLVM makes each lane's int64 shift and clamp one at a time where AVX2 has no
     64-bit ones: about 60 instructions per eight channels, here 21 with the store."""
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
@@ -1073,15 +1081,19 @@ def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, ro
             context.make_array(signature.args[i])(context, builder, args[i])
             for i in (0, 2, 3, 4, 5))
         groups = builder.sdiv(builder.extract_value(words_.shape, 1), _INDEX(TILE_LANES))
-        with cgutils.for_range(builder, groups) as group:
-            at = builder.mul(group.index, _INDEX(TILE_LANES))
-            stage = _stage(builder, _lane_loader(builder, at), words_, roundings_, limits_, 0)
-            with cgutils.for_range(builder, args[1]) as row:
-                y = _rescaled_lanes(builder, _lanes_of(builder, xs, row.index, at), stage)
-                _store_lanes(builder, outs, builder.add(args[6], row.index), at, y)
+        twice = builder.icmp_signed("!=", args[7], ir.Constant(args[7].type, 0))
+        with builder.if_else(twice) as ways:
+            for way, rounds_twice in zip(ways, (True, False)):
+                with way, cgutils.for_range(builder, groups) as group:
+                    at = builder.mul(group.index, _INDEX(TILE_LANES))
+                    stage = _stage(builder, _lane_loader(builder, at), words_, roundings_,
+                                   limits_, 0, rounds_twice)
+                    with cgutils.for_range(builder, args[1]) as row:
+                        y = _rescaled_lanes(builder, _lanes_of(builder, xs, row.index, at), stage)
+                        _store_lanes(builder, outs, builder.add(args[6], row.index), at, y)
         return builder.mul(groups, _INDEX(TILE_LANES))
 
-    return (nbtypes.intp(x, rows, words, roundings, limits, out, out_row),
+    return (nbtypes.intp(x, rows, words, roundings, limits, out, out_row, twice),
             codegen if _lane_types(x, out) else _none)
 
 
@@ -1093,7 +1105,7 @@ def _rescale_block(x: np.ndarray, rows: int, rescale: tuple, lanes: tuple, out: 
     (_lanes of it) can, the channels past its groups as _rescale_row makes them."""
     channels, done = out.shape[1], 0
     if lanes[0] and x.strides[1] == x.itemsize and out.strides[1] == out.itemsize:
-        done = _RESCALE_LANES(x, rows, lanes[1], lanes[2], lanes[3], out, out_row)
+        done = _RESCALE_LANES(x, rows, lanes[1], lanes[2], lanes[3], out, out_row, lanes[4])
     if done < channels:
         rest = _columns(rescale, done)  # sliced once, not per row: each slice is an array
         for i in range(rows):
