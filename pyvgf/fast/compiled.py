@@ -1038,6 +1038,14 @@ def _store_lanes(builder: ir.IRBuilder, array: Any, row: ir.Value, at: ir.Value,
     builder.store(y, _row_at(builder, array, row, at, y.type), align=1)
 
 
+def _rescale_rows(builder: ir.IRBuilder, xs: Any, rows: list, at: ir.Value, stage: tuple,
+                  outs: Any, out_row: ir.Value) -> None:
+    """The lane RESCALE (_rescaled_lanes, by `stage`) of TILE_LANES values from column `at`
+    of each of `rows` of xs, into the same rows of outs from `out_row` on (_store_rows)."""
+    ys = [_rescaled_lanes(builder, _lanes_of(builder, xs, r, at), stage) for r in rows]
+    _store_rows(builder, outs, [builder.add(out_row, r) for r in rows], at, ys)
+
+
 def _store_rows(builder: ir.IRBuilder, array: Any, rows: list, at: ir.Value,
                 ys: list) -> None:
     """_store_lanes of each of ys into its row of `rows`; two rows of int8 from eight lanes
@@ -1105,7 +1113,7 @@ def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, ro
     them (_rescaled_lanes), a value < 0 rounding as one >= 0 does unless `twice` (the
     RESCALE rounds twice: _lanes). Returns the channels made (none for other types). Written as
     _rescaled is, LLVM makes each lane's int64 shift and clamp one at a time where AVX2 has no
-    64-bit ones: about 60 instructions per eight channels, here 16-18 with the store."""
+    64-bit ones: about 60 instructions per eight channels, here 16-18 with an int8 store."""
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
         xs, words_, roundings_, limits_, outs = (
             context.make_array(signature.args[i])(context, builder, args[i])
@@ -1120,17 +1128,13 @@ def _RESCALE_LANES(typingctx: object, x: object, rows: object, words: object, ro
                                    limits_, 0, rounds_twice)
                     pairs = builder.sdiv(args[1], _INDEX(2))
                     with cgutils.for_range(builder, pairs) as pair:
-                        rows = [builder.add(builder.mul(pair.index, _INDEX(2)), _INDEX(k))
-                                for k in (0, 1)]
-                        ys = [_rescaled_lanes(builder, _lanes_of(builder, xs, r, at), stage)
-                              for r in rows]
-                        _store_rows(builder, outs, [builder.add(args[6], r) for r in rows], at,
-                                    ys)
-                    odd = builder.icmp_signed("!=", builder.mul(pairs, _INDEX(2)), args[1])
-                    with builder.if_then(odd):
-                        last = builder.sub(args[1], _INDEX(1))
-                        y = _rescaled_lanes(builder, _lanes_of(builder, xs, last, at), stage)
-                        _store_lanes(builder, outs, builder.add(args[6], last), at, y)
+                        first = builder.mul(pair.index, _INDEX(2))
+                        _rescale_rows(builder, xs, [first, builder.add(first, _INDEX(1))], at,
+                                      stage, outs, args[6])
+                    with builder.if_then(builder.icmp_signed("!=", builder.mul(pairs, _INDEX(2)),
+                                                             args[1])):  # the odd last row
+                        _rescale_rows(builder, xs, [builder.sub(args[1], _INDEX(1))], at, stage,
+                                      outs, args[6])
         return builder.mul(groups, _INDEX(TILE_LANES))
 
     return (nbtypes.intp(x, rows, words, roundings, limits, out, out_row, twice),
