@@ -28,6 +28,11 @@ SHAPES = [
     ((8, 7, 9), (5, 5), (1, 1), (1, 1), (2, 2, 2, 2)),     # other kernels: _window only
     ((7, 8, 6), (2, 3), (2, 2), (1, 1), (0, 1, 1, 0)),
     ((4, 5, 200), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),  # many channels
+    # whole vectors of channels (compiled._WINDOWS_3X3), with padded taps of every kind
+    ((12, 12, 16), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),  # dilated, stride 1
+    ((13, 11, 48), (3, 3), (2, 2), (2, 1), (3, 1, 0, 2)),  # dilated, stride 2, uneven pads
+    ((4, 5, 32), (3, 3), (1, 1), (2, 2), (2, 2, 2, 2)),    # no window wholly inside
+    ((6, 7, 24), (3, 3), (1, 1), (1, 1), (3, 3, 3, 3)),    # outputs with no tap inside
 ]
 
 
