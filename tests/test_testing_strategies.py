@@ -134,6 +134,7 @@ def test_backends_agree_within_the_dtype_tolerance():
         (np.array([1, 2], np.int8), np.array([1, 3], np.int8), "1 of 2 elements differ; first at \\(1,\\)"),
         (np.array([1.0], np.float32), np.array([1.01], np.float32), "elements differ"),
         (np.array([np.nan], np.float32), np.array([0.0], np.float32), "elements differ"),
+        (np.array([0.0, 1.0], np.float32), np.array([0.0, np.nan], np.float32), "first at \\(1,\\)"),
         (np.array([1, 2], np.int8), np.array([1, 2], np.int16), "dtype"),
         (np.array([1, 2], np.int8), np.array([[1, 2]], np.int8), "shape"),
     ],

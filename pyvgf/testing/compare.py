@@ -48,7 +48,7 @@ def _mismatch(got: np.ndarray, want: np.ndarray, rtol: float) -> str | None:
         scale = np.abs(w[finite]).max(initial=1.0)
         with np.errstate(invalid="ignore"):  # inf - inf where w is not finite, judged below
             far = np.abs(g - w) > rtol * (np.abs(w) + scale * rtol * 10)
-        bad = np.where(finite, far, ~((g == w) | (np.isnan(g) & np.isnan(w))))
+        bad = np.where(finite, far | np.isnan(g), ~((g == w) | (np.isnan(g) & np.isnan(w))))
     if not bad.any():
         return None
     where = tuple(int(i) for i in np.argwhere(bad)[0])
