@@ -115,6 +115,21 @@ def test_fp32_non_finite_inputs_stay_where_they_are():
     _agree(case, y, [x])
 
 
+@pytest.mark.parametrize("nan_mode", ["PROPAGATE", "IGNORE"])
+def test_fp32_clamp_in_the_loop_takes_nan_as_its_mode_says(nan_mode):
+    """NaN and inf at inputs (borders and inside) of a layer whose CLAMP the loop applies as
+    it makes each output: IGNORE makes a NaN output the CLAMP's low, PROPAGATE keeps it."""
+    case = GraphCase(Graph(), description="depthwise fp32, clamped NaN")
+    y = _depthwise(case, F32, (9, 10, 16), (3, 3), (1, 1), (1, 1), (1, 1, 1, 1), 0)
+    y = case.graph.op("CLAMP", input=y, min_val=np.float32(0), max_val=np.float32(6),
+                      nan_mode=nan_mode, result=(F32, y.shape))
+    (x,) = case.random_inputs(5)
+    x[0, 0, 0, :3], x[0, 4, 5, 3:6], x[0, 8, 9, 8] = np.nan, np.inf, -np.inf
+    case.graph.output(y)
+    results = assert_backends_agree(case.to_vgf(), [x], backends=("reference", "cpu"))
+    assert np.isnan(results[0]).any() == (nan_mode == "PROPAGATE")
+
+
 @pytest.mark.parametrize("kernel", [(3, 3), (7, 7)])
 def test_int8_largest_sums_are_exact(kernel):
     """Every product at its largest, |x - zp| = 255 times |w| = 128, all of one sign: the

@@ -352,13 +352,20 @@ def _span_3x3(xf: np.ndarray, first: int, row: int, pixel: int, zero_point: floa
 
 
 @_inlined
+def _unfinished(w: np.ndarray) -> tuple:
+    """_window_row's `finish` of sums left as they are: no bias (of w's type)."""
+    return w[0, 0, :0], 0, 0, False
+
+
+@_inlined
 def _window_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: int,
                 pad_left: int, stride_x: int, dilation_y: int, dilation_x: int,
-                out: np.ndarray) -> None:
+                out: np.ndarray, finish: tuple) -> None:
     """out [OW, C] = _window's sums for each output of the row whose windows start at row
-    `top`: a 3x3 kernel's outputs whose window lies inside x by _WINDOWS_3X3 (by _spans_3x3 or
-    _windows_3x3 where it does not take them all: other types, channels past its groups),
-    the others (at the borders, or every one for other kernels) by _window."""
+    `top`, then each + bias[c], clamped as _bias_clamp_row says, where `finish` (bias, low,
+    high, nan_to_low) has a bias: a 3x3 kernel's outputs by _WINDOWS_3X3, where it takes
+    them; else those whose window lies inside x by _spans_3x3 or _windows_3x3, the others (at
+    the borders, or every one for other kernels) by _window."""
     _wide_vectors()
     kh, kw, width = w.shape[0], w.shape[1], out.shape[0]
     height, columns, channels = x.shape[1], x.shape[2], x.shape[3]
@@ -374,7 +381,8 @@ def _window_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: in
             done = _WINDOWS_3X3(x, (line + left) * channels, columns * channels * dilation_y,
                                 channels * dilation_x, channels * stride_x, zero_point, w,
                                 out[ox:ox + count], count,
-                                _taps_inside(top, height, dilation_y, left, columns, dilation_x))
+                                _taps_inside(top, height, dilation_y, left, columns, dilation_x),
+                                finish)
             if done < channels:
                 break
             ox += count
@@ -393,6 +401,9 @@ def _window_row(x: np.ndarray, zero_point: float, w: np.ndarray, b: int, top: in
     for ox in range(last, width):
         _window(x, zero_point, w, b, top, ox * stride_x - pad_left, dilation_y, dilation_x,
                 out[ox])
+    if finish[0].shape[0]:
+        for ox in range(width):
+            _bias_clamp_row(out[ox], finish[0], finish[1], finish[2], finish[3])
 
 
 @_RowLoop
@@ -404,15 +415,12 @@ def depthwise_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int
     weights w [KH, KW, C] into acc [N, rows, OW, C], each row as _window_row sums it. With
     `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says, while its
     row is in cache."""
-    n, rows, width = acc.shape[:3]
+    n, rows = acc.shape[:2]
+    finishing = (bias if finish else bias[:0], low, high, nan_to_low)
     for j in prange(n * rows):
         b, r = j // rows, j % rows
-        out = acc[b, r]
         _window_row(x, zero_point, w, b, (first + r) * stride_y - pad_top, pad_left, stride_x,
-                    dilation_y, dilation_x, out)
-        if finish:
-            for ox in range(width):
-                _bias_clamp_row(out[ox], bias, low, high, nan_to_low)
+                    dilation_y, dilation_x, acc[b, r], finishing)
 
 
 @_RowLoop
@@ -431,7 +439,7 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
         b, r = j // rows, j % rows
         acc = _aligned((width, channels), w.dtype)
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
-                    dilation_y, dilation_x, acc)
+                    dilation_y, dilation_x, acc, _unfinished(w))
         _rescale_block(acc, width, rescale, lanes, out[b, r], 0)
 
 
@@ -464,14 +472,10 @@ def _depthwise_gemm_band(x: np.ndarray, zero_point: float, w: np.ndarray, pad_to
     result is never whole. Called, not inlined, by both forms of the loop: compiled once,
     where inlined into each it took 5 s and 13 s to compile."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
-    bias, low, high, nan_to_low = first
     made = _aligned((stop - top, width, channels), x.dtype)
     for r in range(top, stop):
-        row = made[r - top]
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
-                    dilation_y, dilation_x, row)
-        for ox in range(width):
-            _bias_clamp_row(row[ox], bias, low, high, nan_to_low)
+                    dilation_y, dilation_x, made[r - top], first)
     part = out[b, top:stop].reshape(-1, columns)
     _gemm(made.reshape(-1, channels), matrix, part)
     _finish_rows(part, then[0], then[1], then[2], then[3],
@@ -1325,24 +1329,25 @@ ALL_TAPS = (1 << 9) - 1
 @intrinsic
 def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel: object,
                  step: object, zero_point: object, w: object, out: object, count: object,
-                 taps: object) -> tuple[object, Callable[..., object]]:
+                 taps: object, finish: object) -> tuple[object, Callable[..., object]]:
     """out[i, c] for i < count and the whole groups of WINDOW_LANES channels c of out
     [count, C] (unit strides along its rows): the sum over the taps (ky, kx) of a 3x3 window
     that `taps` holds (bit 3 * ky + kx; the others are padding, never read) of
     (x[at + ky * row + kx * pixel] - zero_point) * w[ky, kx, c], where at = first + i * step
-    + c indexes the C-contiguous x flat. Returns the channels made (none for other types, or
-    where WINDOW_LANES is 0). Each group's nine weight vectors stay in registers while the
-    window slides along the row: about 30 instructions per eight int8 channels, against
-    about 50 with 18 pointers reloaded from the stack as the loop over channels of
-    _span_3x3 compiled. Integers: zero_point * the taps' sum is taken once per group, then
-    each sum of products, in int32 and wrapping: conv._Depthwise makes the taps int32 only
-    where int32 holds every sum, so the wrapped result is the sum. Floats: the sums are as
-    _window makes them, from zero in (ky, kx) order; x - 0 is x, so a zero zero_point (as a
-    float tensor has) is not subtracted."""
+    + c indexes the C-contiguous x flat; floats then finished as _bias_clamp_row does where
+    `finish` (bias, low, high, nan_to_low) has a bias. Returns the channels made: none for
+    other types, where WINDOW_LANES is 0, for a float zero point other than 0 (a float
+    tensor's is 0) or an integer one with a bias. Each group's nine weight vectors stay in
+    registers while the window slides along the row: about 30 instructions per eight int8
+    channels, against about 50 with 18 pointers reloaded from the stack as the loop over
+    channels of _span_3x3 compiled. Integers: zero_point * the taps' sum is taken once per
+    group, then each sum of products, in int32 and wrapping: conv._Depthwise makes the taps
+    int32 only where int32 holds every sum, so the wrapped result is the sum. Floats: the
+    sums are as _window makes them, from zero in (ky, kx) order."""
     def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
         xs, ws, outs = (context.make_array(signature.args[i])(context, builder, args[i])
                         for i in (0, 6, 7))
-        _, first_, row_, pixel_, step_, zero_point_, _, _, count_, taps_ = args
+        _, first_, row_, pixel_, step_, zero_point_, _, _, count_, taps_, finish_ = args
         element = ws.data.type.pointee
         vector = ir.VectorType(element, WINDOW_LANES)
         floats = not isinstance(element, ir.IntType)
@@ -1356,10 +1361,20 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
         held = [builder.icmp_signed("!=", builder.and_(mask, _INDEX(1 << k)), _INDEX(0))
                 for k in range(9)]
         zero = ir.Constant(vector, [0.0 if floats else 0] * WINDOW_LANES)
-        zp = context.cast(builder, zero_point_, signature.args[5], signature.args[6].dtype)
-        zps = builder.shuffle_vector(builder.insert_element(zero, zp, _LANE(0)), zero,
-                                     ir.Constant(ir.VectorType(_LANE, WINDOW_LANES), [0] * WINDOW_LANES))
+        splat = ir.Constant(ir.VectorType(_LANE, WINDOW_LANES), [0] * WINDOW_LANES)
 
+        def lanes_of(value: ir.Value, type_: object) -> ir.Value:
+            value = context.cast(builder, value, type_, signature.args[6].dtype)
+            return builder.shuffle_vector(builder.insert_element(zero, value, _LANE(0)), zero, splat)
+
+        zp = context.cast(builder, zero_point_, signature.args[5], signature.args[6].dtype)
+        zps = lanes_of(zero_point_, signature.args[5])
+        finish_types = signature.args[10].types
+        biases = context.make_array(finish_types[0])(context, builder, builder.extract_value(finish_, 0))
+        low, high = (lanes_of(builder.extract_value(finish_, k), finish_types[k]) for k in (1, 2))
+        nan_to_low = builder.extract_value(finish_, 3)
+        nan_to_low = builder.icmp_unsigned("!=", nan_to_low, ir.Constant(nan_to_low.type, 0))
+        has_bias = builder.icmp_signed(">", builder.extract_value(biases.shape, 0), _INDEX(0))
         padding = cgutils.alloca_once_value(builder, ir.Constant(
             ir.VectorType(xs.data.type.pointee, WINDOW_LANES), None))
 
@@ -1367,25 +1382,34 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
             pointee = ir.VectorType(array.data.type.pointee, WINDOW_LANES)
             return builder.bitcast(builder.gep(array.data, [offset]), pointee.as_pointer())
 
-        def product(total: ir.Value, base: ir.Value, k: int, weight: ir.Value, subtract: bool,
+        def product(total: ir.Value, base: ir.Value, k: int, weight: ir.Value,
                     inside: ir.Value | None = None) -> ir.Value:
             pointer = at(xs, builder.add(base, offsets[k]))
             if inside is not None:
                 pointer = builder.select(inside, pointer, padding)
             value = builder.load(pointer, align=1)
             if floats:
-                value = builder.fsub(value, zps) if subtract else value
                 return builder.fadd(total, builder.fmul(value, weight))
             if value.type != vector:
                 value = builder.sext(value, vector)
             return builder.add(total, builder.mul(value, weight))
 
-        def windows(subtract: bool, every: bool) -> None:
+        def finished(v: ir.Value, bias: ir.Value) -> ir.Value:
+            """_bias_clamp_row of float lanes v."""
+            v = builder.fadd(v, bias)
+            nan = builder.select(nan_to_low, builder.fcmp_unordered("uno", v, v),
+                                 ir.Constant(ir.VectorType(ir.IntType(1), WINDOW_LANES), None))
+            y = builder.select(nan, low, v)
+            y = builder.select(builder.fcmp_ordered(">", v, high), high, y)
+            return builder.select(builder.fcmp_ordered("<", v, low), low, y)
+
+        def windows(every: bool, finishing: bool) -> None:
             with cgutils.for_range(builder, groups) as group:
                 c = builder.mul(group.index, lanes)
                 weights = [builder.load(at(ws, builder.add(builder.add(
                     builder.mul(_INDEX(k // 3), w_steps[0]), builder.mul(_INDEX(k % 3), w_steps[1])),
                     c)), align=4) for k in range(9)]
+                bias = builder.load(at(biases, c), align=4) if finishing else None
                 start = zero
                 if not floats:  # the sum of (x - zp) * w as that of x * w less zp * the taps' sum
                     summed = weights if every else [builder.select(held[k], weights[k], zero)
@@ -1396,35 +1420,40 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
                     total = start
                     if every:
                         for k, weight in enumerate(weights):
-                            total = product(total, base, k, weight, subtract)
+                            total = product(total, base, k, weight)
                     else:  # a padded tap reads zeros, and a float sum skips its product
                         for k, weight in enumerate(weights):
-                            made = product(total, base, k, weight, subtract, held[k])
+                            made = product(total, base, k, weight, held[k])
                             total = builder.select(held[k], made, total) if floats else made
+                    if finishing:
+                        total = finished(total, bias)
                     builder.store(total, at(outs, builder.add(builder.mul(i, out_step), c)),
                                   align=4)
 
-        def both(subtract: bool) -> None:
+        def either(finishing: bool) -> None:
             with builder.if_else(builder.icmp_signed("==", mask, _INDEX(ALL_TAPS))) as (
                     whole, padded):
                 with whole:
-                    windows(subtract, True)
+                    windows(True, finishing)
                 with padded:
-                    windows(subtract, False)
+                    windows(False, finishing)
 
         if floats:
-            with builder.if_else(builder.fcmp_ordered("==", zp, ir.Constant(element, 0.0))) as (
-                    zero_zero_point, other):
-                with zero_zero_point:
-                    both(False)
-                with other:
-                    both(True)
+            taken = builder.fcmp_ordered("==", zp, ir.Constant(element, 0.0))
+            with builder.if_then(taken), builder.if_else(has_bias) as (finishing, plain):
+                with finishing:
+                    either(True)
+                with plain:
+                    either(False)
         else:
-            both(False)
-        return builder.mul(groups, lanes)
+            taken = builder.not_(has_bias)
+            with builder.if_then(taken):
+                either(False)
+        return builder.select(taken, builder.mul(groups, lanes), _INDEX(0))
 
-    signature = nbtypes.intp(x, first, row, pixel, step, zero_point, w, out, count, taps)
-    return signature, codegen if WINDOW_LANES and _window_types(x, w, out) else _none
+    signature = nbtypes.intp(x, first, row, pixel, step, zero_point, w, out, count, taps, finish)
+    takes = WINDOW_LANES and _window_types(x, w, out) and finish.types[0].dtype == w.dtype
+    return signature, codegen if takes else _none
 
 
 @_inlined
@@ -1557,7 +1586,7 @@ def _depthwise_packed_band(x: np.ndarray, zero_point: int, w: np.ndarray, pad_to
     lanes = _lanes(first)
     for r in range(top, stop):
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
-                    dilation_y, dilation_x, acc)
+                    dilation_y, dilation_x, acc, _unfinished(w))
         _rescale_block(acc, width, first, lanes, made, (r - top) * width)
     part = out[b, top:stop].reshape(-1, columns)
     _packed_rows_rescaled(made, 0, made.shape[0], packed, then, part)
