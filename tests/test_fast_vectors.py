@@ -5,6 +5,12 @@ the extreme multipliers, shifts and values."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -63,3 +69,44 @@ def test_rescale_with_32_bit_multipliers_gives_the_references_results(per_channe
             input_zp=np.array([5], np.int32), output_zp=np.array([0], out_dtype))
         want = type_conversion.rescale(**operands)
         np.testing.assert_array_equal(rescale.rescale(**operands), want)
+
+
+_OTHER_TARGET = textwrap.dedent("""
+    import numba, numpy as np
+    from pyvgf.fast import compiled, memory
+    print(compiled.INT8_TILES, compiled.TILE_LANES, compiled.WINDOW_LANES, compiled.LANE_RESCALE)
+    c = 2 * compiled.WINDOW_LANES
+    w32 = memory.aligned(np.zeros((3, 3, c), np.int32), readonly=True)
+    rescale = (np.zeros(c, np.int64), np.zeros(c, np.int32), np.zeros(c, np.int64), 0, -128, 127, False)
+    loops = [
+        (compiled.depthwise_rows_rescaled, (np.zeros((1, 5, 6, c), np.int8), np.int32(0), w32,
+                                            1, 1, 1, 1, 1, 1, np.zeros((1, 5, 6, c), np.int8), *rescale)),
+        (compiled.depthwise_rows, (np.zeros((1, 5, 6, c), np.float32), np.float32(0),
+                                   memory.aligned(np.zeros((3, 3, c), np.float32), readonly=True),
+                                   1, 1, 1, 1, 1, 1, 0, np.zeros((1, 5, 6, c), np.float32), True,
+                                   np.zeros(c, np.float32), np.float32(0), np.float32(6), False)),
+        (compiled.gemm_rows_packed, (np.zeros((10, 32), np.int8),
+                                     compiled.int8_packed(np.zeros((32, c), np.int8)),
+                                     np.zeros((10, c), np.int8), 1, *rescale)),
+    ]
+    for loop, args in loops:
+        loop.serial.compile(tuple(numba.typeof(a) for a in args))
+    print("compiled")
+""")
+
+
+@pytest.mark.parametrize("features, says", [
+    ("+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512vnni", "avx512vnni 16 16 False"),
+    ("+avx2,+fma,+avxvnni", "avxvnni 8 8 True"),
+])
+def test_the_loops_compile_for_other_cpus(tmp_path: Path, features: str, says: str) -> None:
+    """The module's vector constants and the loops naming their instructions (the int8 tiles,
+    the lane RESCALE's packing, the depthwise windows) are made for the CPU numba compiles for,
+    not this one: imported and compiled (not run) for a Xeon with AVX-512 VNNI and a client CPU
+    with AVX-VNNI. A constant of AVX2's eight lanes once stopped the import on AVX-512."""
+    env = {**os.environ, "NUMBA_CPU_NAME": "cascadelake", "NUMBA_CPU_FEATURES": features,
+           "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", _OTHER_TARGET], env=env, capture_output=True,
+                          text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split("\n")[:2] == [says, "compiled"]

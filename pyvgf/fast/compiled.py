@@ -1093,7 +1093,8 @@ def _store_rows(builder: ir.IRBuilder, array: Any, rows: list, at: ir.Value,
                       _row_at(builder, array, row, at, _INDEX), align=1)
 
 
-_ROW_PAIRS = ir.Constant(_VECTOR, [0, 4, 1, 5, 2, 6, 3, 7])
+_ROW_PAIRS = ir.Constant(ir.VectorType(_LANE, 8), [0, 4, 1, 5, 2, 6, 3, 7])
+"""_store_rows's shuffle of eight lanes (AVX2's: the only width it packs)."""
 
 
 def _intrinsic(builder: ir.IRBuilder, name: str, result: ir.Type, operands: list) -> ir.Function:
