@@ -14,6 +14,9 @@ from pyvgf.testing import GraphCase, assert_backends_agree
 
 pytestmark = pytest.mark.fast
 
+numba = pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
+from pyvgf.fast import compiled  # noqa: E402
+
 I8, I32, F32 = np.dtype(np.int8), np.dtype(np.int32), np.dtype(np.float32)
 
 # (input H, W, C), kernel (KH, KW), stride, dilation, pad [top, bottom, left, right]
@@ -152,3 +155,42 @@ def test_int8_largest_sums_are_exact(kernel):
     sums = np.einsum("hwcij,ijc->hwc", windows, weight[..., 0].astype(np.int64))
     assert np.abs(sums).max() > 255 * 128 * kernel[0] * kernel[1] // 2  # near the largest
     _agree(case, out, [x])
+
+
+@numba.njit
+def _vector_windows(x, zero_point, w, out, finish):
+    """compiled._WINDOWS_3X3 on the outputs of x [1, 3, W, C] whose windows lie inside it."""
+    channels = x.shape[3]
+    return compiled._WINDOWS_3X3(x, 0, x.shape[2] * channels, channels, channels, zero_point, w,
+                                 out, out.shape[0], compiled.ALL_TAPS, finish)
+
+
+def _windows_sums(x: np.ndarray, zero_point, w: np.ndarray) -> np.ndarray:
+    windows = np.lib.stride_tricks.sliding_window_view(x[0].astype(np.float64) - zero_point,
+                                                       (3, 3), axis=(0, 1))[0]
+    return np.einsum("wcij,ijc->wc", windows, w.astype(np.float64))
+
+
+@pytest.mark.skipif(not compiled.WINDOW_LANES, reason="this CPU has neither AVX2 nor AVX-512")
+def test_the_vector_windows_take_the_layers_they_are_for():
+    """The loop naming its vectors makes every channel of an int8 layer (int32 taps) and of an
+    fp32 one, finished or not, and declines what the older loops make (it returns 0): an
+    integer layer with a bias, a float zero point other than 0, a bias of another type."""
+    rng = np.random.default_rng(3)
+    channels = 2 * compiled.WINDOW_LANES
+    x8 = rng.integers(-128, 128, (1, 3, 6, channels), dtype=np.int8)
+    w32 = rng.integers(-255, 256, (3, 3, channels)).astype(np.int32)
+    out = np.empty((4, channels), np.int32)
+    none = (np.empty(0, np.int32), 0, 0, False)
+    assert _vector_windows(x8, np.int32(-7), w32, out, none) == channels
+    np.testing.assert_array_equal(out, _windows_sums(x8, -7, w32))
+    assert _vector_windows(x8, np.int32(-7), w32, out, (np.ones(channels, np.int32), 0, 0, False)) == 0
+
+    xf = rng.standard_normal((1, 3, 6, channels)).astype(np.float32)
+    wf = rng.standard_normal((3, 3, channels)).astype(np.float32)
+    outf = np.empty((4, channels), np.float32)
+    bias = rng.standard_normal(channels).astype(np.float32)
+    assert _vector_windows(xf, np.float32(0), wf, outf, (bias, np.float32(0), np.float32(1), False)) == channels
+    np.testing.assert_allclose(outf, np.clip(_windows_sums(xf, 0, wf) + bias, 0, 1), rtol=1e-5, atol=1e-5)
+    assert _vector_windows(xf, np.float32(0.5), wf, outf, (bias[:0], np.float32(0), np.float32(1), False)) == 0
+    assert _vector_windows(xf, np.float32(0), wf, outf, (np.ones(channels, np.int32), 0, 1, False)) == 0
