@@ -278,5 +278,6 @@ def test_int8_tiles_only_where_numba_compiles_for_them(monkeypatch, name, featur
     the host is; the int8 RESCALEs run in lanes only with the tiles and without AVX-512."""
     monkeypatch.setattr(compiled.numba_config, "CPU_NAME", name)
     monkeypatch.setattr(compiled.numba_config, "CPU_FEATURES", features)
-    assert compiled._int8_tiles() == tiles
-    assert compiled._lane_rescale() is lanes
+    features = compiled._features()
+    assert compiled._int8_tiles(features) == tiles
+    assert compiled._lane_rescale(features) is lanes

@@ -774,19 +774,18 @@ def _features() -> set[str]:
     return {name for name, on in llvmlite.binding.get_host_cpu_features().items() if on}
 
 
-def _int8_tiles() -> str | None:
-    """The instruction set of the int8 tiles (_int8_products) in the code numba makes here:
-    the first of _TILES that _features includes, else None."""
-    features = _features()
+def _int8_tiles(features: set[str]) -> str | None:
+    """The instruction set of the int8 tiles (_int8_products) in code that may use `features`
+    (_features's): the first of _TILES they include, else None."""
     return next((isa for isa in _TILES if isa in features), None)
 
 
-def _lane_rescale() -> bool:
+def _lane_rescale(features: set[str]) -> bool:
     """Whether int8 RESCALEs run as _rescaled_lanes writes them: where the int8 tiles run and
     the CPU lacks AVX-512, whose 64-bit vector shifts and clamps LLVM uses for _rescaled as
     written (on a 16-core Xeon with AVX-512, Arm's int8 MobileNetV2 took 1.06-1.15x as long
     in lanes; on an AMD EPYC with AVX2, 0.80-0.93x)."""
-    return _int8_tiles() is not None and "avx512f" not in _features()
+    return _int8_tiles(features) is not None and "avx512f" not in features
 
 
 _TILES = {"avx512vnni": (16, 4, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
@@ -803,12 +802,15 @@ would saturate), the weight's int8 pairs widened to int16 as they are loaded (st
 int16, the weights of 960 or 1280 input channels took 1.2-1.5x the time: twice the bytes to
 read)."""
 
-INT8_TILES = _int8_tiles()
+_FEATURES = _features()
+"""_features, read once at import."""
+
+INT8_TILES = _int8_tiles(_FEATURES)
 """The instruction set gemm_rows_packed's tiles use here, or None where the CPU has none of
 them (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
 
-LANE_RESCALE = _lane_rescale()
+LANE_RESCALE = _lane_rescale(_FEATURES)
 """Whether the int8 RESCALEs run eight int32 lanes a step (_rescaled_lanes) here."""
 
 TILE_LANES, PACK_DEPTH, TILE_ROWS, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]
@@ -1279,16 +1281,16 @@ def _columns(scale: tuple, first: int) -> tuple:
             scale[6])
 
 
-def _window_lanes() -> int:
-    """The lanes of a vector of _WINDOWS_3X3 here: 8 where the CPU has AVX2 but not AVX-512,
-    else none (the loop is then not used). On a 16-core Xeon with AVX-512 VNNI, in sixteen
-    lanes, int8 MobileNetV2 took 1.06x the time on one thread (Arm's too; two rounds against
-    84bc883), so LLVM's loops over the channels stay there, as they stay for the RESCALEs."""
-    features = _features()
+def _window_lanes(features: set[str]) -> int:
+    """The lanes of a vector of _WINDOWS_3X3 in code that may use `features` (_features's): 8
+    with AVX2 but not AVX-512, else none (the loop is then not used). On a 16-core Xeon with
+    AVX-512 VNNI, in sixteen lanes, int8 MobileNetV2 took 1.06x the time on one thread (Arm's
+    too; two rounds against 84bc883), so LLVM's loops over the channels stay there, as they
+    stay for the RESCALEs."""
     return 8 if "avx2" in features and "avx512f" not in features else 0
 
 
-WINDOW_LANES = _window_lanes()
+WINDOW_LANES = _window_lanes(_FEATURES)
 
 
 @contextmanager
