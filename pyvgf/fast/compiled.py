@@ -1368,15 +1368,18 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
         zero = ir.Constant(vector, [0.0 if floats else 0] * WINDOW_LANES)
         splat = ir.Constant(ir.VectorType(_LANE, WINDOW_LANES), [0] * WINDOW_LANES)
 
-        def lanes_of(value: ir.Value, type_: object) -> ir.Value:
-            value = context.cast(builder, value, type_, signature.args[6].dtype)
+        def scalar(value: ir.Value, type_: object) -> ir.Value:
+            return context.cast(builder, value, type_, signature.args[6].dtype)
+
+        def lanes_of(value: ir.Value) -> ir.Value:
             return builder.shuffle_vector(builder.insert_element(zero, value, _LANE(0)), zero, splat)
 
-        zp = context.cast(builder, zero_point_, signature.args[5], signature.args[6].dtype)
-        zps = lanes_of(zero_point_, signature.args[5])
+        zp = scalar(zero_point_, signature.args[5])
+        zps = lanes_of(zp)
         finish_types = signature.args[10].types
         biases = context.make_array(finish_types[0])(context, builder, builder.extract_value(finish_, 0))
-        low, high = (lanes_of(builder.extract_value(finish_, k), finish_types[k]) for k in (1, 2))
+        low, high = (lanes_of(scalar(builder.extract_value(finish_, k), finish_types[k]))
+                     for k in (1, 2))
         nan_to_low = builder.extract_value(finish_, 3)
         nan_to_low = builder.icmp_unsigned("!=", nan_to_low, ir.Constant(nan_to_low.type, 0))
         has_bias = builder.icmp_signed(">", builder.extract_value(biases.shape, 0), _INDEX(0))
