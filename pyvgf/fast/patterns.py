@@ -31,7 +31,7 @@ from ..tosa._common import F32, I8, I32, int_max, int_min
 from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from . import conv
-from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_scale_rows, softmax_shift_rows
+from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_rows
 from .kernels import NO_RESCALE, Rescale, biased_product
 from .registry import FastOpDef
 from .rescale import _rescaling
@@ -165,8 +165,7 @@ def _rows(x: np.ndarray) -> np.ndarray:
 
 def _softmax(steps: Steps, i: int) -> Found | None:
     """REDUCE_MAX(x) -> SUB(x, max) -> EXP -> REDUCE_SUM -> RECIPROCAL -> MUL(exp, 1/sum), along
-    the last axis: three passes, the maximum's and the sum's compiled over the rows, EXP
-    between them numpy's own (the reference's exp, vectorized; numba's took 1.6x as long)."""
+    the last axis: one compiled loop over the rows (compiled.softmax_rows)."""
     x = steps.arg(i, "input")
     if steps.op(i) != "REDUCE_MAX" or not isinstance(x, Slot) or not steps.f32(i) \
             or not steps.last_axis(i):
@@ -187,10 +186,7 @@ def _softmax(steps: Steps, i: int) -> Found | None:
 
     def softmax(x: np.ndarray) -> np.ndarray:
         out = np.empty(x.shape, F32)
-        rows = out.reshape(-1, x.shape[-1])
-        softmax_shift_rows(_rows(x), rows)
-        np.exp(rows, out=rows)
-        softmax_scale_rows(rows)
+        softmax_rows(_rows(x), out.reshape(-1, x.shape[-1]))
         return out
     return _step("SOFTMAX", lambda: softmax, steps, sorted((i, sub[0], exp[0], total, reciprocal[0], mul)),
                  _read(steps, i, x))
