@@ -10,8 +10,9 @@ import pytest
 pytestmark = pytest.mark.fast
 
 F32 = np.dtype(np.float32)
-EXP_ULPS = 2.2
-"""compiled._exp's bound (2.18 over every 31st fp32 pattern); numpy's exp reaches 2.52."""
+EXP_ULPS = 2.27
+"""compiled._exp's bound over every fp32 value (2.2688, at x = 5.199); numpy's exp is 2.52 from
+e**x on every 31st fp32 pattern."""
 
 
 def _fast_exp(x: np.ndarray) -> np.ndarray:

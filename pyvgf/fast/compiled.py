@@ -1825,8 +1825,9 @@ def _times_power_of_two(typingctx: object, p: object, shifted: object
 @_inlined
 def _exp(x: np.float32) -> np.float32:
     """e**x in fp32, in vectors of fp32 where a loop is vectorized: x = n ln(2) + r, e**r by
-    _EXP, times 2**n. Within 2.2 ulp of e**x over every 31st fp32 bit pattern, against 2.5 for
-    numpy's own (the reference's EXP); NaN stays NaN, -inf gives 0 and inf gives inf."""
+    _EXP, times 2**n. Within 2.27 ulp of e**x for every fp32 x (tests/test_fast_exp.py), where
+    numpy's own (the reference's EXP) is 2.52 from it on a sample of them; NaN stays NaN, -inf
+    gives 0 and inf gives inf."""
     if x < _EXP_LOW:
         x = _EXP_LOW
     if x > _EXP_HIGH:
