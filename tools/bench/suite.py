@@ -32,7 +32,8 @@ Models come from tools/bench/models.py (TOSA MLIR converted by model-converter, 
 as written by --export DIR: a machine without model-converter runs the suite from those files.
 Each executor's timed runs are spread over --rounds rounds, every round running each executor in
 turn: on a machine whose speed drifts (a VM with busy neighbours) all of them then see the same
-stretches, and the ratios between them hold. Correctness is checked in the same run: pyvgf cpu
+stretches, and the ratios between them hold. Each batch starts SETTLE_S after the one before, once
+the last executor's threads are idle. Correctness is checked in the same run: pyvgf cpu
 against torch (fp32: close) and against tosa_reference_model (fp32 close, int8 bit-exact), the
 other executors against pyvgf cpu.
 """
@@ -198,7 +199,11 @@ def _ms(seconds: float) -> str:
 
 class Batches:
     """Timed calls of fn, a batch at a time: one warm-up call when made (its result is `out`),
-    then `take(n)` times n calls, inside `around()` when given, into `samples`."""
+    then `take(n)` times n calls after one untimed call, inside `around()` when given, into
+    `samples`. The untimed call takes the batch's first run after the machine did other work
+    (another executor, a cold process): caches refilled, threads woken, for every executor
+    alike (pyvgf cpu's transformer block took 2x its time in such runs on the 2-core project
+    machine, onnxruntime's 1.2x)."""
 
     def __init__(self, fn: Callable[[], object], around: Callable[[], AbstractContextManager] = nullcontext):
         self.fn, self.around = fn, around
@@ -207,6 +212,7 @@ class Batches:
 
     def take(self, n: int) -> None:
         with self.around():
+            self.fn()
             for _ in range(n):
                 start = time.perf_counter()
                 self.fn()
@@ -448,6 +454,12 @@ def compare(got, want, exact: bool) -> dict:
 
 # -- the run ----------------------------------------------------------------------------------
 
+SETTLE_S = 0.1
+"""Seconds between one executor's batch of timed runs and the next executor's: onnxruntime's
+workers spin for about 30 ms after its last run, and a batch started inside that spin shares
+the cores with it (pyvgf cpu's first four runs after an onnxruntime batch took 1.6x as long on
+the 2-core project machine). `pyvgf bench --colocation` measures that sharing on purpose."""
+
 def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
     """Every selected executor on one model, its timed runs and cold pyvgf processes spread over
     `args.rounds` rounds, each running every executor in turn, so that a machine whose speed
@@ -496,6 +508,7 @@ def run_model(model: BenchModel, args: argparse.Namespace, work: Path) -> dict:
             for cold in colds.values():
                 cold.take()
             for batches, total in runs.values():
+                time.sleep(SETTLE_S)
                 batches.take(-(-total // rounds))
     for key, cold in colds.items():
         res["cold"][key] = summary = cold.summary()
