@@ -14,4 +14,3 @@ def test_a_batch_times_its_runs_after_one_untimed_call():
     batches.take(2)
     assert len(calls) == 1 + (1 + 3) + (1 + 2)
     assert len(batches.samples) == 5 and all(s >= 0 for s in batches.samples)
-
