@@ -11,6 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from ulps import fp32_sweep, ulps  # tools/ulps.py
+
 pytestmark = pytest.mark.fast
 
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
@@ -38,34 +40,16 @@ def _exact(x: np.ndarray) -> np.ndarray:
         return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
 
 
-def _ulps(got: np.ndarray, exact: np.ndarray) -> np.ndarray:
-    """|got - exact| in ulps of got's type at `exact` (exact NaN: 0 where got is NaN too)."""
-    info = ml_dtypes.finfo(got.dtype)
-    binade = np.maximum(np.frexp(exact)[1] - 1, info.minexp)
-    error = np.abs(got.astype(np.float64) - exact) / np.ldexp(1.0, binade - info.nmant)
-    return np.where(np.isnan(exact), np.where(np.isnan(got), 0.0, np.inf), error)
-
-
-def _sweep(step: int) -> np.ndarray:
-    """Every `step`-th fp32 bit pattern, both signs: zeros, subnormals, normals, infinities and
-    NaNs, with the binades near 0, 1 and 4 at every pattern."""
-    bits = np.arange(0, 1 << 31, step, dtype=np.uint32)
-    dense = [np.arange(*np.array(span, F32).view(np.uint32), dtype=np.uint32)
-             for span in ((0.5, 1.0), (1.0, 1.0 + 2**-10), (3.9, 4.0), (0, 2**-140))]
-    bits = np.concatenate([bits, *dense])
-    return np.concatenate([bits, bits | np.uint32(1 << 31)]).view(F32)
-
-
 def test_fp32_is_within_half_an_ulp_and_a_hair_on_a_dense_sweep():
-    x = _sweep(1 << 11)
+    x = fp32_sweep(1 << 11, ((0.5, 1.0), (1.0, 1.0 + 2**-10), (3.9, 4.0), (0, 2**-140)))  # near 0, 1 and 4
     got = _fast_erf(x)
     assert got.dtype == F32 and got.shape == x.shape
-    ulps = _ulps(got, _exact(x))
-    assert ulps.max() <= FP32_ULPS, (ulps.max(), x[ulps.argmax()])
+    errors = ulps(got, _exact(x))
+    assert errors.max() <= FP32_ULPS, (errors.max(), x[errors.argmax()])
     want = _reference_erf(x)
     differ = (got != want) & ~(np.isnan(got) & np.isnan(want))
     assert differ.sum() <= x.size * 1e-4
-    assert _ulps(got[differ], want[differ].astype(np.float64)).max(initial=0) <= 1
+    assert ulps(got[differ], want[differ].astype(np.float64)).max(initial=0) <= 1
 
 
 def test_special_values():
@@ -84,10 +68,10 @@ def test_every_fp16_and_bf16_value(dtype):
     x = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(dtype)
     got = _fast_erf(x)
     assert got.dtype == dtype
-    assert _ulps(got, _exact(x)).max() <= TOSA_ULPS
+    assert ulps(got, _exact(x)).max() <= TOSA_ULPS
     want = _reference_erf(x)
     differ = (got != want) & ~(np.isnan(got.astype(F32)) & np.isnan(want.astype(F32)))
-    assert _ulps(got[differ], want[differ].astype(np.float64)).max(initial=0) <= 1
+    assert ulps(got[differ], want[differ].astype(np.float64)).max(initial=0) <= 1
 
 
 def test_shapes_and_forms_agree():
