@@ -4,8 +4,13 @@ NaN, infinities, overflow and subnormal results as the reference gives them."""
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Callable
+
 import numpy as np
 import pytest
+
+from ulps import fp32_sweep, ulps  # tools/ulps.py
 
 pytestmark = pytest.mark.fast
 
@@ -15,48 +20,41 @@ EXP_ULPS = 2.27
 e**x on every 31st fp32 pattern."""
 
 
-def _fast_exp(x: np.ndarray) -> np.ndarray:
+@functools.cache
+def _each() -> Callable[[np.ndarray, np.ndarray], None]:
+    """A loop out[i] = compiled._exp(x[i]), compiled once (as compiled.softmax_rows is)."""
     from numba import njit
 
     from pyvgf.fast.compiled import _exp
 
-    @njit(fastmath={"contract"})  # as compiled.softmax_rows is compiled
+    @njit(fastmath={"contract"})
     def each(x: np.ndarray, out: np.ndarray) -> None:
         for i in range(x.shape[0]):
             out[i] = _exp(x[i])
+    return each
 
+
+def _fast_exp(x: np.ndarray) -> np.ndarray:
     out = np.empty_like(x)
-    each(x, out)
+    _each()(x, out)
     return out
 
 
-def _ulps(got: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """|got - e**x| in fp32 ulps at e**x (where e**x is an fp32 number: neither NaN nor past
-    fp32's largest)."""
+def _exact(x: np.ndarray) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
-        exact = np.exp(x.astype(np.float64))
-    binade = np.maximum(np.frexp(exact)[1] - 1, -126)
-    return np.abs(got.astype(np.float64) - exact) / np.ldexp(1.0, binade - 23)
-
-
-def _sweep(step: int) -> np.ndarray:
-    """Every `step`-th fp32 bit pattern, both signs, with every pattern near the edges where
-    e**x leaves fp32's normal range (-87.3), rounds to 0 (-103.9) and overflows (88.7)."""
-    bits = np.arange(0, 1 << 31, step, dtype=np.uint32)
-    bits = np.concatenate([bits, bits | np.uint32(1 << 31)]).view(F32)
-    dense = [np.arange(*np.array(span, F32).view(np.uint32), dtype=np.uint32).view(F32)
-             for span in ((88.0, 88.75), (87.0, 87.5), (103.5, 104.5))]
-    return np.concatenate([bits, dense[0], -dense[1], -dense[2]])
+        return np.exp(x.astype(np.float64))
 
 
 def test_within_its_bound_on_a_dense_sweep():
-    x = _sweep(1 << 11)
+    # with every pattern near the edges where e**x leaves fp32's normal range (-87.3), rounds
+    # to 0 (-103.9) and overflows (88.7)
+    x = fp32_sweep(1 << 11, ((88.0, 88.75), (87.0, 87.5), (103.5, 104.5)))
     got = _fast_exp(x)
     with np.errstate(over="ignore", invalid="ignore"):
         want = np.exp(x.astype(np.float64)).astype(F32)
     inside = np.isfinite(want) & ~np.isnan(x)
-    ulps = _ulps(got[inside], x[inside])
-    assert ulps.max() <= EXP_ULPS, (ulps.max(), x[inside][ulps.argmax()])
+    errors = ulps(got[inside], _exact(x[inside]))
+    assert errors.max() <= EXP_ULPS, (errors.max(), x[inside][errors.argmax()])
     np.testing.assert_array_equal(got[~inside], want[~inside])  # NaN, and inf past 88.72
     assert (got[want == 0] == 0).all() and (got[want > 0] > 0).all()
 
@@ -67,7 +65,7 @@ def test_special_values():
     got = _fast_exp(x)
     assert got[:3].tolist() == [1, 1, np.inf] and got[3] == 0 and np.isnan(got[4])
     assert np.isfinite(got[6]) and got[7] == np.inf  # fp32's largest e**x, then past it
-    assert _ulps(got[5:7], x[5:7]).max() <= EXP_ULPS
+    assert ulps(got[5:7], _exact(x[5:7])).max() <= EXP_ULPS
     assert 0 < got[8] < np.finfo(F32).tiny and got[9] == np.float32(2**-149)  # subnormals
     assert got[10:12].tolist() == [0, 0] and got[12] == np.inf
 
@@ -82,5 +80,5 @@ def test_every_fp32_value():
         with np.errstate(over="ignore", invalid="ignore"):
             want = np.exp(x.astype(np.float64)).astype(F32)
         inside = np.isfinite(want) & ~np.isnan(x)
-        assert _ulps(got[inside], x[inside]).max(initial=0) <= EXP_ULPS, hex(first)
+        assert ulps(got[inside], _exact(x[inside])).max(initial=0) <= EXP_ULPS, hex(first)
         np.testing.assert_array_equal(got[~inside], want[~inside])
