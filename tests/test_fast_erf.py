@@ -1,7 +1,7 @@
-"""The fast executor's ERF (compiled._erf, through activation.erf) against erf in float64: half
-an fp32 ulp and a hair from it, far inside TOSA's bound (5 ulp of the result's type, the
-conformance suite's ERF compliance), and equal to the reference's result but where erf lies
-next to halfway between two fp32 values."""
+"""The fast executor's ERF (compiled._erf, through activation.erf) against erf in float64:
+within FP32_ULPS of it, inside TOSA's bound (5 ulp of the result's type, the conformance
+suite's ERF compliance), and never more than one fp32 value from the reference's result (erf
+rounded to fp32)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,9 @@ pytestmark = pytest.mark.fast
 F32, F16, BF16 = np.dtype(np.float32), np.dtype(np.float16), np.dtype(ml_dtypes.bfloat16)
 TOSA_ULPS = 5
 """TOSA 1.0's ERF accuracy: within 5 ulp (the conformance generator's `compliance: ulp 5`)."""
-FP32_ULPS = 0.5 + 1e-4
-"""compiled._erf's: its float64 error (below 1e-13) adds under 2e-6 ulp to the rounding's half."""
+FP32_ULPS = 1.373
+"""compiled._erf's bound over every fp32 value (1.3729, at x = 1.009305: the far polynomial
+next to where the two meet)."""
 
 
 def _fast_erf(x: np.ndarray) -> np.ndarray:
@@ -35,21 +36,25 @@ def _reference_erf(x: np.ndarray) -> np.ndarray:
         return erf(input=x)
 
 
+def _assert_next_to_reference(got: np.ndarray, x: np.ndarray) -> None:
+    """got, of x's type, is the reference's erf of x or one of the values next to it."""
+    want = _reference_erf(x)
+    differ = (got != want) & ~(np.isnan(got.astype(F32)) & np.isnan(want.astype(F32)))
+    assert ulps(got[differ], want[differ].astype(np.float64)).max(initial=0) <= 1
+
+
 def _exact(x: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore"):
         return np.vectorize(math.erf, otypes=[np.float64])(x.astype(np.float64))
 
 
-def test_fp32_is_within_half_an_ulp_and_a_hair_on_a_dense_sweep():
+def test_fp32_is_within_its_bound_on_a_dense_sweep():
     x = fp32_sweep(1 << 11, ((0.5, 1.0), (1.0, 1.0 + 2**-10), (3.9, 4.0), (0, 2**-140)))  # near 0, 1 and 4
     got = _fast_erf(x)
     assert got.dtype == F32 and got.shape == x.shape
     errors = ulps(got, _exact(x))
     assert errors.max() <= FP32_ULPS, (errors.max(), x[errors.argmax()])
-    want = _reference_erf(x)
-    differ = (got != want) & ~(np.isnan(got) & np.isnan(want))
-    assert differ.sum() <= x.size * 1e-4
-    assert ulps(got[differ], want[differ].astype(np.float64)).max(initial=0) <= 1
+    _assert_next_to_reference(got, x)
 
 
 def test_special_values():
@@ -57,7 +62,10 @@ def test_special_values():
     x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, tiny, -tiny, subnormal, 1.0, -1.0,
                   3.91923, -3.91923, 4.0, 1e30, -3.4e38], F32)
     got = _fast_erf(x)
-    np.testing.assert_array_equal(got, _reference_erf(x))  # NaNs equal NaNs here
+    exact = np.ones(x.size, bool)
+    exact[9:11] = False  # +-1, where the polynomials meet: within FP32_ULPS (the sweeps)
+    np.testing.assert_array_equal(got[exact], _reference_erf(x)[exact])  # NaNs equal NaNs here
+    _assert_next_to_reference(got, x)
     assert np.signbit(got).tolist() == np.signbit(x).tolist()  # erf(-0) is -0; NaN's sign too
     assert got[2:4].tolist() == [1, -1] and got[11:].tolist() == [1, -1, 1, 1, -1]
     assert got[6] == np.float32(2 / math.sqrt(math.pi) * 2**-149)  # a subnormal result
@@ -69,14 +77,13 @@ def test_every_fp16_and_bf16_value(dtype):
     got = _fast_erf(x)
     assert got.dtype == dtype
     assert ulps(got, _exact(x)).max() <= TOSA_ULPS
-    want = _reference_erf(x)
-    differ = (got != want) & ~(np.isnan(got.astype(F32)) & np.isnan(want.astype(F32)))
-    assert ulps(got[differ], want[differ].astype(np.float64)).max(initial=0) <= 1
+    _assert_next_to_reference(got, x)
 
 
 def test_shapes_and_forms_agree():
     """Any rank (0 too), a view that is not contiguous, a read-only array, one block or many
-    (threads), in place; the loop is only ever compiled for writable arrays."""
+    (threads), in place: each gives what the loop gives the same values as one contiguous run
+    on one thread; the loop is only ever compiled for writable arrays."""
     from pyvgf.fast.activation import _erf_inplace
     from pyvgf.fast.compiled import ERF_BLOCK, erf_blocks
 
@@ -86,10 +93,14 @@ def test_shapes_and_forms_agree():
     for x in (np.array(0.75, F32), np.zeros((0, 3), F32), rng.normal(0, 2, (5, 7)).astype(F32),
               rng.normal(0, 2, (3, ERF_BLOCK + 5, 2)).astype(F32)[:, ::2], constant,
               rng.normal(0, 2, (4, ERF_BLOCK)).astype(F32)):
-        want = _reference_erf(x)
+        flat = np.ascontiguousarray(x).reshape(-1)
+        want = np.empty_like(flat)
+        erf_blocks.serial(flat.copy(), want, ERF_BLOCK)
+        want = want.reshape(x.shape)
         got = _fast_erf(x)
         assert got.shape == x.shape
         np.testing.assert_array_equal(got, want)
+        _assert_next_to_reference(got, x)
         band = x.copy()
         assert _erf_inplace(input=band) is band
         np.testing.assert_array_equal(band, want)

@@ -12,9 +12,9 @@ multiplied and added one step at a time in kernel-tap order (no fused multiply-a
 reassociation), integers are exact in int64; the GEMM blocks (gemm_rows, gemm_columns,
 conv_blocks: a block of patches gathered, then one BLAS call) leave a sum's order to BLAS, as
 a float GEMM does anywhere (integers stay exact: kernels.exact_dtype). One loop names its
-instructions: the int8 tiles of gemm_rows_packed, AVX-512 VNNI's or AVX2's products. ERF,
-which the specification defines by its value alone, is an approximation in float64 with fused
-multiply-adds, checked against erf for every fp32 input.
+instructions: the int8 tiles of gemm_rows_packed, AVX-512 VNNI's or AVX2's products. ERF and
+the softmax's EXP, which the specification defines by their values alone, are fp32
+approximations with fused multiply-adds, checked against erf and e**x for every fp32 input.
 
 The depthwise loop, the GEMM and patch blocks, RESCALE after a convolution, the patterns'
 loops, large pools and ERF split their rows (a GEMM of few rows: its columns) over numba's threads
@@ -1689,22 +1689,20 @@ ERF_BLOCK = 1 << 14
 """Elements of an ERF per task on numba's threads (about 20 us of work each)."""
 
 _ERF_NEAR = np.array([
-    1.1283791670955114, -0.3761263890317647, 0.11283791670671293, -0.02686617059917114,
-    0.005223977239135972, -0.0008548308068327287, 0.000120547541155733, -1.4914302398989934e-05,
-    1.6318710751808195e-06, -1.5226732587429948e-07, 9.503615313442739e-09])
-"""erf(a) / a for 0 <= a < 1 as a polynomial in a * a (coefficients from the constant term up):
-the interpolant of math.erf(a) / a at 11 Chebyshev nodes of a * a in [0, 1]; its relative error
-there is below 3e-15."""
+    0.12837916612625122, -0.3761262595653534, 0.11283594369888306, -0.02685421146452427,
+    0.005189087241888046, -0.000801686430349946, 7.875874871388078e-05], np.float32)
+"""erf(a) / a - 1 for 0 <= a < 1 as a polynomial in a * a (coefficients from the constant term
+up): the interpolant of math.erf(a) / a - 1 at 7 Chebyshev nodes of a * a in [0, 1], rounded to
+fp32; within 5.5e-9 of it there."""
 
 _ERF_FAR = np.array([
-    0.9995930479825553, 0.0032674263472277573, -0.012252848796047613, 0.028181552080585776,
-    -0.04365077380750404, 0.04645361689875939, -0.031876552657695456, 0.009267537334563834,
-    0.006680700109656188, -0.009621494763324571, 0.004544022688336998, 0.0004430358090058812,
-    -0.0018265817726153184, 0.0009164089242856658, 5.226521181228017e-05,
-    -0.0002868614472500249, 0.00011897711850645081, 2.475626704503711e-05, -3.66484229272295e-05,
-    4.693854694690559e-06, 5.062630706131758e-06, -1.075489145117738e-06, -2.815185465661623e-07])
-"""erf(a) for 1 <= a <= 4 as a polynomial in (a - 2.5) / 1.5: the interpolant of math.erf at 23
-Chebyshev nodes of [1, 4]; its error there is below 1e-13 (erf(a) > 0.84)."""
+    0.00040695248753763735, -0.0032674253452569246, 0.012252787128090858, -0.028181681409478188,
+    0.04365212470293045, -0.046450886875391006, 0.03186476603150368, -0.009289363399147987,
+    -0.006627765484154224, 0.009707038290798664, -0.004681335296481848, -0.0006245496333576739,
+    0.0020429003052413464, -0.0007047926192171872, -0.0002608195645734668,
+    0.00016206581494770944], np.float32)
+"""erfc(a) = 1 - erf(a) for 1 <= a <= 4 as a polynomial in (a - 2.5) / 1.5: the interpolant of
+math.erfc at 16 Chebyshev nodes of [1, 4], rounded to fp32; within 2.2e-9 of it there."""
 
 
 @_inlined
@@ -1722,30 +1720,31 @@ def _polynomial(c: np.ndarray, v: float) -> float:
     return even + v * odd
 
 
+_ERF_ONE = np.float32(3.919206)
+"""The least fp32 a whose erf rounds to 1 in fp32."""
+
+
 @_inlined
-def _erf(x: float) -> float:
-    """erf(x) in float64 within 1e-13 of it (relative below |x| = 1, absolute above), so that
-    rounded to fp32 it is erf rounded to fp32, or the fp32 value next to it where erf lies
-    within 1e-13 of halfway between them: over every fp32 x, at most 0.500001 ulp from erf, and
-    24 results of the 2**32 differ from the reference's (glibc's erf rounded to fp32; checked
-    by tests/test_fast_erf.py). erf(x) for |x| >= 4 rounds to +-1 in fp32, so |x| is taken at
-    most 4; NaN stays NaN, and the sign of x is the result's (erf(-0) is -0)."""
+def _erf(x: np.float32) -> np.float32:
+    """erf(x) in fp32 vectors: a + a * P(a * a) below |x| = 1, 1 - Q(a) from 1, each a
+    polynomial of _ERF_NEAR's or _ERF_FAR's with fused multiply-adds, and 1 from _ERF_ONE up;
+    within 1.373 ulp of erf over every fp32 x (TOSA allows 5; tests/test_fast_erf.py sweeps them
+    all). NaN stays NaN, and the sign of x is the result's (erf(-0) is -0)."""
     a = abs(x)
-    if a > 4.0:
-        a = 4.0
-    near = a * _polynomial(_ERF_NEAR, a * a)
-    far = _polynomial(_ERF_FAR, (a - 2.5) * (1.0 / 1.5))
-    return math.copysign(near if a < 1.0 else far, x)
+    near = a + a * _polynomial(_ERF_NEAR, a * a)
+    far = np.float32(1.0) - _polynomial(_ERF_FAR, (a - np.float32(2.5)) * np.float32(1 / 1.5))
+    one = np.float32(1.0)
+    return np.float32(math.copysign(near if a < one else (one if a >= _ERF_ONE else far), x))
 
 
 @_inlined
 def _erf_span(x: np.ndarray, out: np.ndarray) -> None:
     for i in range(x.shape[0]):
-        out[i] = np.float32(_erf(np.float64(x[i])))
+        out[i] = _erf(x[i])
 
 
 def _erf_blocks(x: np.ndarray, out: np.ndarray, block: int) -> None:
-    """out = erf(x) of fp32 vectors, as _erf gives it rounded to fp32, in blocks of `block`
+    """out = erf(x) of fp32 vectors, as _erf gives it, in blocks of `block`
     elements (over numba's threads). Both of _erf's polynomials are computed and one chosen,
     without a branch, so the compiler makes the loop work on a vector of elements at a time."""
     for k in prange(-(-x.shape[0] // block)):
@@ -1892,7 +1891,7 @@ def _gelu_rows(x: np.ndarray, out: np.ndarray, bias: np.ndarray, biased: bool, a
         row, res = x[i], out[i]
         for j in range(row.shape[0]):
             h = row[j] + bias[j] if biased else row[j]
-            e = np.float32(_erf(np.float64(h * a))) + k
+            e = _erf(h * a) + k
             res[j] = e * (h * c)
 
 
