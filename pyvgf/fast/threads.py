@@ -120,7 +120,9 @@ class _BlasLimit:
         self._lock = threading.Lock()
         self._users = 0
         self._libraries: list[Any] = []
-        self._saved: list[int | None] = []
+        self._saved: list[tuple[Any, int | None]] = []
+        """The libraries the run set to one thread, with the count each had before (those at
+        one already, as MKL is on its sequential threading layer, are left alone)."""
 
     def enter(self) -> None:
         with self._lock:
@@ -130,15 +132,16 @@ class _BlasLimit:
                     import scipy.linalg.cython_blas  # noqa: F401  (numba's BLAS: load it first)
                     from threadpoolctl import ThreadpoolController
                     self._libraries = ThreadpoolController().select(user_api="blas").lib_controllers
-                self._saved = [library.get_num_threads() for library in self._libraries]
-                for library in self._libraries:
+                self._saved = [(library, count) for library in self._libraries
+                               if (count := library.get_num_threads()) != 1]
+                for library, _ in self._saved:
                     _set_threads(library, 1)
 
     def exit(self) -> None:
         with self._lock:
             self._users -= 1
             if self._users == 0:
-                for library, count in zip(self._libraries, self._saved):
+                for library, count in self._saved:
                     if count is not None:
                         _set_threads(library, count)
 
@@ -156,14 +159,15 @@ def run_threads(count: int | None) -> Iterator[None]:
     else numba's default), at most numba's pool; in the calling thread only."""
     count = count or num_threads()
     before = numba.get_num_threads()
-    if count is not None:
-        numba.set_num_threads(min(count, numba.config.NUMBA_NUM_THREADS))
-    token = _RUN.set((_spread(), numba.get_num_threads()))
+    now = before if count is None else min(count, numba.config.NUMBA_NUM_THREADS)
+    if now != before:  # (numba's setter and getter cost microseconds each, more in a run's cold caches)
+        numba.set_num_threads(now)
+    token = _RUN.set((not _forked and now > 1 and layer() is not None, now))
     try:
         yield
     finally:
         _RUN.reset(token)
-        if count is not None:
+        if now != before:
             numba.set_num_threads(before)
 
 
