@@ -1730,10 +1730,9 @@ def _erf(x: np.float32) -> np.float32:
     polynomial of _ERF_NEAR's or _ERF_FAR's with fused multiply-adds, and 1 from _ERF_ONE up;
     within 1.373 ulp of erf over every fp32 x (TOSA allows 5; tests/test_fast_erf.py sweeps them
     all). NaN stays NaN, and the sign of x is the result's (erf(-0) is -0)."""
-    a = abs(x)
+    a, one = abs(x), np.float32(1.0)
     near = a + a * _polynomial(_ERF_NEAR, a * a)
-    far = np.float32(1.0) - _polynomial(_ERF_FAR, (a - np.float32(2.5)) * np.float32(1 / 1.5))
-    one = np.float32(1.0)
+    far = one - _polynomial(_ERF_FAR, (a - np.float32(2.5)) * np.float32(1 / 1.5))
     return np.float32(math.copysign(near if a < one else (one if a >= _ERF_ONE else far), x))
 
 

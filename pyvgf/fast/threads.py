@@ -73,7 +73,7 @@ own count takes a lock and a thread-local lookup, about 0.7 us, some 110 times a
 def spread() -> bool:
     """Whether the loops split their rows over several threads now."""
     run = _RUN.get()
-    return _spread() if run is None else run[0]
+    return _spread(numba.get_num_threads()) if run is None else run[0]
 
 
 def workers() -> int:
@@ -85,11 +85,15 @@ def workers() -> int:
 def mode() -> tuple[bool, int]:
     """(spread(), workers()) in one call."""
     run = _RUN.get()
-    return (_spread(), numba.get_num_threads()) if run is None else run
+    if run is None:
+        count = numba.get_num_threads()
+        return _spread(count), count
+    return run
 
 
-def _spread() -> bool:
-    return not _forked and numba.get_num_threads() > 1 and layer() is not None
+def _spread(count: int) -> bool:
+    """Whether loops on `count` threads split their rows over them."""
+    return not _forked and count > 1 and layer() is not None
 
 
 @functools.cache
@@ -162,7 +166,7 @@ def run_threads(count: int | None) -> Iterator[None]:
     now = before if count is None else min(count, numba.config.NUMBA_NUM_THREADS)
     if now != before:  # (numba's setter and getter cost microseconds each, more in a run's cold caches)
         numba.set_num_threads(now)
-    token = _RUN.set((not _forked and now > 1 and layer() is not None, now))
+    token = _RUN.set((_spread(now), now))
     try:
         yield
     finally:
