@@ -1467,12 +1467,15 @@ class PreparedRun(_DeviceChild):
             return self._run(checked)
 
     def _run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        """Backend hook: the run of checked arrays (a buffer's as flat uint8), under the lock."""
+        """Backend hook: the run of checked arrays (a buffer's as flat uint8), under the lock.
+        The default calls the queue's hooks: `run` and `prepare_run` made every check the
+        queue's public calls would make again."""
         queue = self.device.queue
         for res, data in zip(self.inputs, arrays):
             if isinstance(res, Tensor):
-                queue.write_tensor(res, data)
+                queue._write_tensor(res, data)
             else:
-                queue.write_buffer(res, data)
-        queue.submit([self.command_buffer]).wait()
-        return [queue.read_tensor(r) if isinstance(r, Tensor) else queue.read_buffer(r) for r in self.outputs]
+                queue._write_buffer(res, data, 0)
+        queue._submit([self.command_buffer]).wait()
+        return [queue._read_tensor(r) if isinstance(r, Tensor) else queue._read_buffer(r, 0, r.size)
+                for r in self.outputs]

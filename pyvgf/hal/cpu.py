@@ -168,9 +168,6 @@ class CpuDevice(hal.Device):
     def _create_command_encoder(self, label):
         return CpuCommandEncoder(self, label)
 
-    def _prepare_run(self, command_buffer, inputs, outputs, label):
-        return CpuPreparedRun(self, command_buffer, inputs, outputs, label)
-
     @property
     def timestamp_period(self) -> float:
         return 1e-9  # time.perf_counter_ns()
@@ -359,28 +356,6 @@ class CpuCommandEncoder(hal.CommandEncoder):
 
     def _finish(self):
         return CpuCommandBuffer(self.device, self._steps, self.label)
-
-
-class CpuPreparedRun(hal.PreparedRun):
-    """PreparedRun.run's work without the queue's calls: each array copied into its input's
-    memory, the command buffer's steps run in turn, each output's memory copied out (the
-    checks the queue would repeat were made by `run` and when the run was prepared)."""
-
-    def __init__(self, device, command_buffer, inputs, outputs, label=""):
-        super().__init__(device, command_buffer, inputs, outputs, label)
-        self._steps = cast(CpuCommandBuffer, command_buffer).steps
-        self._into = tuple((_view(r), isinstance(r, hal.Tensor)) for r in inputs)
-        self._from = tuple(_view(r) for r in outputs)
-
-    def _run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
-        for (memory, tensor), data in zip(self._into, arrays):
-            if tensor:
-                memory[...] = data
-            else:  # a buffer takes the bytes of any array that fits, from its start
-                memory[:data.size] = data
-        for step in self._steps:
-            step()
-        return [np.array(memory, copy=True, order="C") for memory in self._from]
 
 
 class CpuCommandBuffer(hal.CommandBuffer):
