@@ -74,7 +74,8 @@ def test_rescale_with_32_bit_multipliers_gives_the_references_results(per_channe
 _OTHER_TARGET = textwrap.dedent("""
     import numba, numpy as np
     from pyvgf.fast import compiled, memory
-    print(compiled.INT8_TILES, compiled.TILE_LANES, compiled.WINDOW_LANES, compiled.LANE_RESCALE)
+    print(compiled.INT8_TILES, compiled.TILE_LANES, compiled.WINDOW_LANES, compiled.LANE_RESCALE,
+          compiled.FLOAT_TILES)
     c = 32
     w32 = memory.aligned(np.zeros((3, 3, c), np.int32), readonly=True)
     rescale = (np.zeros(c, np.int64), np.zeros(c, np.int32), np.zeros(c, np.int64), 0, -128, 127, False)
@@ -91,17 +92,20 @@ _OTHER_TARGET = textwrap.dedent("""
     ]
     for loop, args in loops:
         loop.serial.compile(tuple(numba.typeof(a) for a in args))
+    f32 = np.zeros((96, 16), np.float32)
+    compiled._finished_product.compile(tuple(numba.typeof(a) for a in (
+        f32, f32[:16], f32, f32[0], np.float32(0), np.float32(6), False, f32[:0])))
     print("compiled")
 """)
 
 
 @pytest.mark.parametrize("features, says", [
-    ("+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512vnni", "avx512vnni 16 0 False"),
-    ("+avx2,+fma,+avxvnni", "avxvnni 8 8 True"),
+    ("+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512vnni", "avx512vnni 16 0 False False"),
+    ("+avx2,+fma,+avxvnni", "avxvnni 8 8 True True"),
 ])
 def test_the_loops_compile_for_other_cpus(tmp_path: Path, features: str, says: str) -> None:
-    """The module's vector constants and the loops naming their instructions (the int8 tiles,
-    the lane RESCALE's packing, the depthwise windows) are made for the CPU numba compiles for,
+    """The module's vector constants and the loops naming their instructions (the int8 and fp32
+    tiles, the lane RESCALE's packing, the depthwise windows) are made for the CPU numba compiles for,
     not this one: imported and compiled (not run) for a Xeon with AVX-512 VNNI and a client CPU
     with AVX-VNNI. A constant of AVX2's eight lanes once stopped the import on AVX-512."""
     env = {**os.environ, "NUMBA_CPU_NAME": "cascadelake", "NUMBA_CPU_FEATURES": features,
