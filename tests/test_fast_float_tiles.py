@@ -43,12 +43,16 @@ def _integers(rng, shape, special=()):
 @pytest.mark.parametrize("m, k, n", [(96, 16, 96), (101, 16, 96), (97, 24, 144), (100, 96, 24),
                                      (120, 384, 8), (96, 1, 16), (203, 32, 40)])
 @pytest.mark.parametrize("residual", [False, True])
-def test_the_tiles_give_blas_and_the_finishs_results(m, k, n, residual):
+@pytest.mark.parametrize("by_columns", [False, True])
+def test_the_tiles_give_blas_and_the_finishs_results(m, k, n, residual, by_columns):
     """Every shape of the tiles (six rows or one, two groups of eight columns or one, rows
-    past a block of _FLOAT_BLOCK), + a residual or not: the same values as BLAS's product
-    and the finish pass, for sums that are exact in fp32."""
+    past a block of _FLOAT_BLOCK), + a residual or not, x laid out by rows or by columns (a
+    transposed view, as conv_blocks's patches): the same values as BLAS's product and the
+    finish pass, for sums that are exact in fp32."""
     rng = np.random.default_rng(m * k * n)
     x, w = _integers(rng, (m, k)), _integers(rng, (k, n))
+    if by_columns:
+        x = np.asfortranarray(x)
     bias = _integers(rng, n)
     y = _integers(rng, (m, n)) if residual else np.empty((0, n), np.float32)
     for low, high in ((0.0, 6.0), (-np.inf, np.inf), (np.float32(-3.5), np.float32(20.0))):
@@ -72,7 +76,8 @@ def test_nan_and_infinities_are_finished_as_the_finish_pass_does(nan_to_low):
 
 def test_the_tiles_take_only_narrow_products_of_enough_rows():
     """Products of at most 32 input or output channels, at most 384 input channels, 96 rows,
-    columns in eights, C-contiguous arrays and fp32 bounds; others go to BLAS."""
+    columns in eights, C-contiguous arrays (x by columns too) and fp32 bounds; others go to
+    BLAS."""
     def takes(m, k, n, low=0.0, w_transposed=False):
         x = np.zeros((m, k), np.float32)
         w = np.zeros((n, k), np.float32).T if w_transposed else np.zeros((k, n), np.float32)
@@ -87,6 +92,9 @@ def test_the_tiles_take_only_narrow_products_of_enough_rows():
     assert not takes(200, 512, 24)  # deep
     assert not takes(200, 16, 20)  # columns not in eights
     assert not takes(200, 16, 96, w_transposed=True)
+    x = np.zeros((200, 64), np.float32)[:, ::2]  # no unit stride
+    assert not compiled._tiles_take(x, np.zeros((32, 96), np.float32), np.zeros((200, 96), np.float32),
+                                    0.0, 6.0, np.zeros((0, 96), np.float32))
     assert not takes(200, 16, 96, low=0.1)  # not an fp32 value
 
 

@@ -1579,7 +1579,8 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
     `column` of w [K, N], summed in rows x chunks registers from zero, one fused multiply-add
     each per input channel in channel order; each sum then finished as _bias_clamp_row says
     (low and high as fp32), + y's element where y has rows, and stored into out [M, N].
-    Every array C-contiguous fp32, y as out or of no rows."""
+    Every array fp32 and C-contiguous (y as out, or of no rows) but x, read with its strides
+    (a transposed view: conv_blocks's patches)."""
 
     @intrinsic
     def tile(typingctx: object, x: object, first: object, w: object, column: object,
@@ -1594,6 +1595,8 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
                 "!=", args[8], ir.Constant(args[8].type, 0)))
             added = builder.icmp_unsigned("!=", builder.extract_value(ya.shape, 0), _INDEX(0))
             depth, width = (builder.extract_value(a.shape, 1) for a in (xa, wa))
+            row_step, step = (builder.udiv(builder.extract_value(xa.strides, i), _INDEX(4))
+                              for i in (0, 1))
             fma = _intrinsic(builder, "llvm.fma.v8f32", _FLOAT, [_FLOAT] * 3)
 
             def at(array: Any, offset: ir.Value) -> ir.Value:
@@ -1601,14 +1604,15 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
 
             sums = [[cgutils.alloca_once_value(builder, _FLOAT_ZEROS) for _ in range(chunks)]
                     for _ in range(rows)]
-            inputs = [builder.gep(xa.data, [builder.mul(builder.add(start, _INDEX(r)), depth)])
-                      for r in range(rows)]
+            inputs = [builder.gep(xa.data, [builder.mul(builder.add(start, _INDEX(r)),
+                                                         row_step)]) for r in range(rows)]
             with cgutils.for_range(builder, depth) as loop:
                 row = builder.add(builder.mul(loop.index, width), col)
                 weights = [builder.load(at(wa, builder.add(row, _INDEX(_FLOAT_LANES * c))),
                                         align=4) for c in range(chunks)]
+                channel = builder.mul(loop.index, step)
                 for r in range(rows):
-                    value = _broadcast(builder, builder.load(builder.gep(inputs[r], [loop.index])))
+                    value = _broadcast(builder, builder.load(builder.gep(inputs[r], [channel])))
                     for c in range(chunks):
                         builder.store(builder.call(fma, [value, weights[c],
                                                          builder.load(sums[r][c])]), sums[r][c])
@@ -1646,14 +1650,15 @@ _FLOAT_6X2, _FLOAT_6X1, _FLOAT_1X2, _FLOAT_1X1 = (
 def _tiles_take(x: np.ndarray, w: np.ndarray, out: np.ndarray, low: float, high: float,
                 residual: np.ndarray) -> bool:
     """Whether _finished_product's FMA tiles take out = x @ w: FLOAT_TILES, fp32, the shape
-    (FLOAT_TILE_NARROW and its kin, columns in groups of _FLOAT_LANES), every array
-    C-contiguous, and the CLAMP's bounds fp32 values."""
+    (FLOAT_TILE_NARROW and its kin, columns in groups of _FLOAT_LANES), x with a unit stride
+    along one axis and the others C-contiguous, and the CLAMP's bounds fp32 values."""
     m, k = x.shape
     n = w.shape[1]
     return (FLOAT_TILES and x.itemsize == w.itemsize == out.itemsize == 4
             and min(k, n) <= FLOAT_TILE_NARROW and k <= FLOAT_TILE_DEPTH
-            and m >= FLOAT_TILE_ROWS and n % _FLOAT_LANES == 0 and x.strides[1] == 4
-            and x.strides[0] == 4 * k and w.strides[1] == 4 and w.strides[0] == 4 * n
+            and m >= FLOAT_TILE_ROWS and n % _FLOAT_LANES == 0
+            and (x.strides[1] == 4 or x.strides[0] == 4)
+            and w.strides[1] == 4 and w.strides[0] == 4 * n
             and out.strides[1] == 4 and out.strides[0] == 4 * n
             and (residual.shape[0] == 0 or (residual.strides[1] == 4
                                             and residual.strides[0] == 4 * n))
@@ -2251,13 +2256,18 @@ def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: in
 @_inlined
 def _block_product(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int, b: int,
                    top: int, pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
-                   dilation_x: int, rows: int, width: int, out: np.ndarray) -> None:
+                   dilation_x: int, rows: int, width: int, out: np.ndarray, finish: tuple) -> None:
     """out [rows * OW, OC] = the _patches of `rows` output rows (the first row's windows
-    starting at row `top`) times w, in one BLAS call."""
+    starting at row `top`) times w, then finished as `finish` (bias, low, high, nan_to_low)
+    says where it has a bias (_finished_product), else in one BLAS call."""
     patches = _aligned((w.shape[0], rows * width), w.dtype)
     _patches(x, zero_point, kh, kw, b, top, pad_left, stride_y, stride_x, dilation_y,
              dilation_x, rows, width, patches)
-    _gemm(patches.T, w, out)
+    if finish[0].shape[0]:
+        _finished_product(patches.T, w, out, finish[0], finish[1], finish[2], finish[3],
+                          out[:0])
+    else:
+        _gemm(patches.T, w, out)
 
 
 @_RowLoop
@@ -2278,10 +2288,8 @@ def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: in
         count = min(block, rows - r)
         out = acc[b, r:r + count].reshape(count * width, channels)
         _block_product(x, zero_point, w, kh, kw, b, (first + r) * stride_y - pad_top, pad_left,
-                       stride_y, stride_x, dilation_y, dilation_x, count, width, out)
-        if finish:
-            for i in range(count * width):
-                _bias_clamp_row(out[i], bias, low, high, nan_to_low)
+                       stride_y, stride_x, dilation_y, dilation_x, count, width, out,
+                       (bias if finish else bias[:0], low, high, nan_to_low))
 
 
 @_RowLoop
@@ -2297,11 +2305,12 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
     blocks = -(-rows // block)
     rescale = (offset, multiplier, shift, output_zp, low, high, double_round)
     lanes = _lanes(rescale)
+    exact = (np.zeros(channels, w.dtype), -np.inf, np.inf, False)  # + 0: the sums as they are
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
         acc = _aligned((count * width, channels), w.dtype)
         _block_product(x, zero_point, w, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
-                       stride_x, dilation_y, dilation_x, count, width, acc)
+                       stride_x, dilation_y, dilation_x, count, width, acc, exact)
         _rescale_block(acc, count * width, rescale, lanes, out[b].reshape(-1, channels),
                        r * width)
