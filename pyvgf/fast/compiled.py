@@ -2254,20 +2254,15 @@ def _patches(x: np.ndarray, zero_point: float, kh: int, kw: int, b: int, top: in
 
 
 @_inlined
-def _block_product(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int, b: int,
+def _block_patches(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: int, b: int,
                    top: int, pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
-                   dilation_x: int, rows: int, width: int, out: np.ndarray, finish: tuple) -> None:
-    """out [rows * OW, OC] = the _patches of `rows` output rows (the first row's windows
-    starting at row `top`) times w, then finished as `finish` (bias, low, high, nan_to_low)
-    says where it has a bias (_finished_product), else in one BLAS call."""
+                   dilation_x: int, rows: int, width: int) -> np.ndarray:
+    """The _patches of `rows` output rows (the first row's windows starting at row `top`),
+    [rows * OW, KH * KW * IC] as a transposed view, for a product by w."""
     patches = _aligned((w.shape[0], rows * width), w.dtype)
     _patches(x, zero_point, kh, kw, b, top, pad_left, stride_y, stride_x, dilation_y,
              dilation_x, rows, width, patches)
-    if finish[0].shape[0]:
-        _finished_product(patches.T, w, out, finish[0], finish[1], finish[2], finish[3],
-                          out[:0])
-    else:
-        _gemm(patches.T, w, out)
+    return patches.T
 
 
 @_RowLoop
@@ -2279,17 +2274,21 @@ def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: in
     acc [N, rows, OW, OC] (C-contiguous, of w's type), `block` rows at a time: their _patches
     times w [KH * KW * IC, OC] (float32 or float64, C- or F-contiguous) in one BLAS call, so a
     padded tap adds 0 x w (for finite weights only, then, as the specification skips it). With
-    `finish`, each output then gets + bias[c], clamped as _bias_clamp_row says, while the
-    block is in cache."""
+    `finish`, _finished_product makes the block instead (its FMA tiles, where they take it),
+    each output + bias[c] and clamped as _bias_clamp_row says while in cache."""
     n, rows, width, channels = acc.shape
     blocks = -(-rows // block)
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
         out = acc[b, r:r + count].reshape(count * width, channels)
-        _block_product(x, zero_point, w, kh, kw, b, (first + r) * stride_y - pad_top, pad_left,
-                       stride_y, stride_x, dilation_y, dilation_x, count, width, out,
-                       (bias if finish else bias[:0], low, high, nan_to_low))
+        patches = _block_patches(x, zero_point, w, kh, kw, b, (first + r) * stride_y - pad_top,
+                                 pad_left, stride_y, stride_x, dilation_y, dilation_x, count,
+                                 width)
+        if finish:
+            _finished_product(patches, w, out, bias, low, high, nan_to_low, out[:0])
+        else:
+            _gemm(patches, w, out)
 
 
 @_RowLoop
@@ -2305,12 +2304,11 @@ def conv_blocks_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, kh: in
     blocks = -(-rows // block)
     rescale = (offset, multiplier, shift, output_zp, low, high, double_round)
     lanes = _lanes(rescale)
-    exact = (np.zeros(channels, w.dtype), -np.inf, np.inf, False)  # + 0: the sums as they are
     for j in prange(n * blocks):
         b, r = j // blocks, j % blocks * block
         count = min(block, rows - r)
         acc = _aligned((count * width, channels), w.dtype)
-        _block_product(x, zero_point, w, kh, kw, b, r * stride_y - pad_top, pad_left, stride_y,
-                       stride_x, dilation_y, dilation_x, count, width, acc, exact)
+        _gemm(_block_patches(x, zero_point, w, kh, kw, b, r * stride_y - pad_top, pad_left,
+                             stride_y, stride_x, dilation_y, dilation_x, count, width), w, acc)
         _rescale_block(acc, count * width, rescale, lanes, out[b].reshape(-1, channels),
                        r * width)
