@@ -24,7 +24,7 @@ def _blas_and_finish(x, w, bias, low, high, nan_to_low, residual):
 
 def _tiles(x, w, bias, low, high, nan_to_low, residual):
     out = np.empty((x.shape[0], w.shape[1]), np.float32)
-    assert compiled._tiles_take(x, w, out, low, high, residual)
+    assert compiled._tiles_take(x, w, out, bias, low, high, residual)
     compiled._finished_product(x, w, out, bias, low, high, nan_to_low, residual)
     return out
 
@@ -76,13 +76,13 @@ def test_nan_and_infinities_are_finished_as_the_finish_pass_does(nan_to_low):
 
 def test_the_tiles_take_only_narrow_products_of_enough_rows():
     """Products of at most 32 input or output channels, at most 384 input channels, 96 rows,
-    columns in eights, C-contiguous arrays (x by columns too) and fp32 bounds; others go to
-    BLAS."""
+    columns in eights, C-contiguous arrays (x by columns too), a bias per column and fp32
+    bounds; others go to BLAS."""
     def takes(m, k, n, low=0.0, w_transposed=False):
         x = np.zeros((m, k), np.float32)
         w = np.zeros((n, k), np.float32).T if w_transposed else np.zeros((k, n), np.float32)
         out = np.zeros((m, n), np.float32)
-        return bool(compiled._tiles_take(x, w, out, low, 6.0, out[:0]))
+        return bool(compiled._tiles_take(x, w, out, np.zeros(n, np.float32), low, 6.0, out[:0]))
 
     tiles = compiled.FLOAT_TILES
     assert takes(12544, 16, 96) is tiles and takes(3136, 144, 24) is tiles
@@ -92,9 +92,11 @@ def test_the_tiles_take_only_narrow_products_of_enough_rows():
     assert not takes(200, 512, 24)  # deep
     assert not takes(200, 16, 20)  # columns not in eights
     assert not takes(200, 16, 96, w_transposed=True)
-    x = np.zeros((200, 64), np.float32)[:, ::2]  # no unit stride
-    assert not compiled._tiles_take(x, np.zeros((32, 96), np.float32), np.zeros((200, 96), np.float32),
-                                    0.0, 6.0, np.zeros((0, 96), np.float32))
+    w, out, bias, none = (np.zeros(shape, np.float32) for shape in ((32, 96), (200, 96), 96, (0, 96)))
+    for x in (np.zeros((200, 64), np.float32)[:, ::2],  # no unit stride
+              np.zeros((200, 32), np.float32)[::-1]):  # rows backwards
+        assert not compiled._tiles_take(x, w, out, bias, 0.0, 6.0, none)
+    assert not compiled._tiles_take(np.zeros((200, 32), np.float32), w, out, bias[:95], 0.0, 6.0, none)
     assert not takes(200, 16, 96, low=0.1)  # not an fp32 value
 
 

@@ -1595,7 +1595,7 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
                 "!=", args[8], ir.Constant(args[8].type, 0)))
             added = builder.icmp_unsigned("!=", builder.extract_value(ya.shape, 0), _INDEX(0))
             depth, width = (builder.extract_value(a.shape, 1) for a in (xa, wa))
-            row_step, step = (builder.udiv(builder.extract_value(xa.strides, i), _INDEX(4))
+            row_step, step = (builder.sdiv(builder.extract_value(xa.strides, i), _INDEX(4))
                               for i in (0, 1))
             fma = _intrinsic(builder, "llvm.fma.v8f32", _FLOAT, [_FLOAT] * 3)
 
@@ -1647,17 +1647,19 @@ _FLOAT_6X2, _FLOAT_6X1, _FLOAT_1X2, _FLOAT_1X1 = (
 
 
 @_inlined
-def _tiles_take(x: np.ndarray, w: np.ndarray, out: np.ndarray, low: float, high: float,
-                residual: np.ndarray) -> bool:
+def _tiles_take(x: np.ndarray, w: np.ndarray, out: np.ndarray, bias: np.ndarray, low: float,
+                high: float, residual: np.ndarray) -> bool:
     """Whether _finished_product's FMA tiles take out = x @ w: FLOAT_TILES, fp32, the shape
     (FLOAT_TILE_NARROW and its kin, columns in groups of _FLOAT_LANES), x with a unit stride
-    along one axis and the others C-contiguous, and the CLAMP's bounds fp32 values."""
+    along one axis (and none negative), the others C-contiguous, a bias per column, and the
+    CLAMP's bounds fp32 values."""
     m, k = x.shape
     n = w.shape[1]
     return (FLOAT_TILES and x.itemsize == w.itemsize == out.itemsize == 4
             and min(k, n) <= FLOAT_TILE_NARROW and k <= FLOAT_TILE_DEPTH
             and m >= FLOAT_TILE_ROWS and n % _FLOAT_LANES == 0
-            and (x.strides[1] == 4 or x.strides[0] == 4)
+            and (x.strides[1] == 4 or x.strides[0] == 4) and min(x.strides) >= 0
+            and bias.shape[0] == n and bias.strides[0] == 4
             and w.strides[1] == 4 and w.strides[0] == 4 * n
             and out.strides[1] == 4 and out.strides[0] == 4 * n
             and (residual.shape[0] == 0 or (residual.strides[1] == 4
@@ -1672,7 +1674,7 @@ def _finished_product(x: np.ndarray, w: np.ndarray, out: np.ndarray, bias: np.nd
     row where it has any): by the FMA tiles where _tiles_take says, _FLOAT_ROWS rows at a time
     and finished from their registers (each group of columns through a block of rows,
     _FLOAT_BLOCK), else one BLAS call and the finish."""
-    if not _tiles_take(x, w, out, low, high, residual):
+    if not _tiles_take(x, w, out, bias, low, high, residual):
         _gemm(x, w, out)
         _finish_rows(out, bias, low, high, nan_to_low, residual)
         return
