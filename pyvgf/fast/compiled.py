@@ -981,9 +981,11 @@ def _lane_loader(builder: ir.IRBuilder, at: ir.Value) -> Callable[..., ir.Value]
     return load
 
 
-def _splat(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
-    """An int32 value in every one of TILE_LANES lanes."""
-    return builder.shuffle_vector(builder.insert_element(_ZEROS, value, _LANE(0)), _ZEROS, _ZEROS)
+def _splat(builder: ir.IRBuilder, value: ir.Value, lanes: int = TILE_LANES) -> ir.Value:
+    """`value` in every one of `lanes` lanes (of its type)."""
+    undefined = ir.Constant(ir.VectorType(value.type, lanes), ir.Undefined)
+    return builder.shuffle_vector(builder.insert_element(undefined, value, _LANE(0)), undefined,
+                                  ir.Constant(ir.VectorType(_LANE, lanes), [0] * lanes))
 
 
 def _stage(builder: ir.IRBuilder, load: Callable[..., ir.Value], words: Any, roundings: Any,
@@ -1374,13 +1376,12 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
         held = [builder.icmp_signed("!=", builder.and_(mask, _INDEX(1 << k)), _INDEX(0))
                 for k in range(9)]
         zero = ir.Constant(vector, [0.0 if floats else 0] * WINDOW_LANES)
-        splat = ir.Constant(ir.VectorType(_LANE, WINDOW_LANES), [0] * WINDOW_LANES)
 
         def scalar(value: ir.Value, type_: object) -> ir.Value:
             return context.cast(builder, value, type_, signature.args[6].dtype)
 
         def lanes_of(value: ir.Value) -> ir.Value:
-            return builder.shuffle_vector(builder.insert_element(zero, value, _LANE(0)), zero, splat)
+            return _splat(builder, value, WINDOW_LANES)
 
         zp = scalar(zero_point_, signature.args[5])
         zps = lanes_of(zp)
@@ -1560,17 +1561,13 @@ read from memory once per block of rows."""
 
 _FLOAT = ir.VectorType(ir.FloatType(), _FLOAT_LANES)
 _FLOAT_ZEROS = ir.Constant(_FLOAT, [0.0] * _FLOAT_LANES)
-_FIRST_LANE = ir.Constant(ir.VectorType(_LANE, _FLOAT_LANES), [0] * _FLOAT_LANES)
 
 
 def _broadcast(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
     """A scalar in every one of _FLOAT_LANES lanes (a float as fp32)."""
     if isinstance(value.type, ir.DoubleType):
         value = builder.fptrunc(value, ir.FloatType())
-    lanes = ir.VectorType(value.type, _FLOAT_LANES)
-    undefined = ir.Constant(lanes, ir.Undefined)
-    return builder.shuffle_vector(builder.insert_element(undefined, value, _LANE(0)), undefined,
-                                  _FIRST_LANE)
+    return _splat(builder, value, _FLOAT_LANES)
 
 
 def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
