@@ -275,9 +275,11 @@ def test_int8_convolutions_take_the_tiles_loop_where_the_cpu_has_it(k, columns, 
 def test_int8_tiles_only_where_numba_compiles_for_them(monkeypatch, name, features, tiles, lanes):
     """The int8 tiles use VNNI, else AVX2, only where the code numba makes may use the
     instructions: with the user's NUMBA_CPU_NAME or NUMBA_CPU_FEATURES, as those say, not as
-    the host is; the int8 RESCALEs run in lanes only with the tiles and without AVX-512."""
+    the host is; the int8 RESCALEs run in lanes only with the tiles and without Intel's AVX-512
+    (on AMD's, in lanes)."""
     monkeypatch.setattr(compiled.numba_config, "CPU_NAME", name)
     monkeypatch.setattr(compiled.numba_config, "CPU_FEATURES", features)
     features = compiled._features()
     assert compiled._int8_tiles(features) == tiles
-    assert compiled._lane_rescale(features) is lanes
+    assert compiled._lane_rescale(features, "cascadelake") is lanes
+    assert compiled._lane_rescale(features, "znver4") is (tiles is not None)

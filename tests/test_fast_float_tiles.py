@@ -100,11 +100,42 @@ def test_the_tiles_take_only_narrow_products_of_enough_rows():
     assert not takes(200, 16, 96, low=0.1)  # not an fp32 value
 
 
-@pytest.mark.parametrize("features, tiles", [
-    ({"avx2", "fma"}, True),
-    ({"avx2", "fma", "avx512f"}, False),
-    ({"avx2"}, False),
-    (set(), False),
+@pytest.mark.parametrize("features, cpu, tiles", [
+    ({"avx2", "fma"}, "znver3", True),
+    ({"avx2", "fma"}, "haswell", True),
+    ({"avx2", "fma", "avx512f"}, "cascadelake", False),
+    ({"avx2", "fma", "avx512f"}, "znver4", True),
+    ({"avx2"}, "znver4", False),
+    (set(), "", False),
 ])
-def test_the_tiles_run_only_with_avx2_and_fma_but_not_avx512(features, tiles):
-    assert compiled._float_tiles(features) is tiles
+def test_the_tiles_run_with_avx2_and_fma_but_not_intels_avx512(features, cpu, tiles):
+    assert compiled._float_tiles(features, cpu) is tiles
+
+
+def test_panels_hold_the_weights_columns_sixteen_at_a_time():
+    w = np.arange(5 * 40, dtype=np.float32).reshape(5, 40)
+    panels = compiled.float_panels(w)
+    assert panels.shape == (3, 5, compiled.PANEL)
+    np.testing.assert_array_equal(panels[1], w[:, 16:32])
+    np.testing.assert_array_equal(panels[2, :, :8], w[:, 32:])
+    assert not panels[2, :, 8:].any()
+
+
+@needs_tiles
+@pytest.mark.parametrize("m, k, n", [(49, 160, 960), (1, 1280, 1000), (7, 24, 8), (200, 96, 24),
+                                     (101, 16, 40)])
+@pytest.mark.parametrize("blocks, groups", [(1, 1), (3, 1), (1, 2), (2, 3)])
+@pytest.mark.parametrize("threaded", [False, True])
+def test_products_by_panels_give_blas_and_the_finishs_results(m, k, n, blocks, groups, threaded):
+    """gemm_panels over blocks of rows times groups of panels, with a residual or none, one or
+    many rows, columns past the last whole panel: BLAS's product and the finish pass's
+    values, for sums exact in fp32."""
+    rng = np.random.default_rng(m + k + n)
+    x, w, bias = _integers(rng, (m, k)), _integers(rng, (k, n)), _integers(rng, n)
+    panels = compiled.float_panels(w)
+    loop = compiled.gemm_panels.threaded if threaded else compiled.gemm_panels.serial
+    for y in (np.empty((0, n), np.float32), _integers(rng, (m, n))):
+        want = _blas_and_finish(x, w, bias, 0.0, 6.0, False, y)
+        out = np.full((m, n), np.nan, np.float32)
+        loop(x, panels, out, blocks, groups, bias, np.float32(0), np.float32(6), False, y)
+        np.testing.assert_array_equal(out, want)

@@ -374,7 +374,9 @@ def test_a_residual_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pr
     case = GraphCase(Graph(), description=f"{producer} + residual add")
     case.graph.output(_conv_add(case, (9, 7), 24, 1) if producer == "conv" else _matmul_add(case, 40, 24))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
-    _meanwhile(kernels, "gemm_rows", case.random_inputs(3), tmp_path, monkeypatch)
+    # A 1x1 convolution's weight is panels where the fp32 tiles run (kernels._panel_call).
+    loop = "gemm_panels" if producer == "conv" and compiled.FLOAT_TILES else "gemm_rows"
+    _meanwhile(kernels, loop, case.random_inputs(3), tmp_path, monkeypatch)
 
 
 def _matmul_add(case: GraphCase, rows: int, columns: int, *, y_after: bool = False):
@@ -472,14 +474,16 @@ def _depthwise_conv(case: GraphCase, size: tuple[int, int], channels: int, colum
     ((10, 10), 8, 8, {"dilation": 2, "kernel": 2}, ("DEPTHWISE_CONV2D", "CLAMP", "CONV2D")),
     ((5, 5), 40, 24, {"after": "add-made-after"}, ("DEPTHWISE_CONV2D", "CLAMP", "CONV2D")),
 ], ids=["mobilenet-block", "residual", "clamp-after", "stride-2", "dilated-2x2", "residual-made-after"])
-@pytest.mark.parametrize("bands", ["whole", "two-rows"])
+@pytest.mark.parametrize("bands", ["whole", "two-rows", "column-groups"])
 def test_a_depthwise_layer_and_the_projection_after_it_run_as_one_step(size, channels, columns, options,
                                                                         chain, bands, tmp_path,
                                                                         monkeypatch):
-    """The depthwise result made a band of rows at a time and multiplied while in cache; a
-    residual made after the depthwise layer stays an ADD of its own."""
+    """The depthwise result made a band of rows at a time and multiplied while in cache, or
+    whole by every thread for its group of columns (where the weights are panels); a residual
+    made after the depthwise layer stays an ADD of its own."""
     from pyvgf.fast import conv
 
+    monkeypatch.setattr(conv, "COLUMN_GROUP_PIXELS", 10**9 if bands == "column-groups" else 0)
     if bands == "two-rows":
         monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels * 4)
     case = GraphCase(Graph(), description="depthwise + pointwise")
@@ -507,15 +511,17 @@ EXPANDED = ("CONV2D", "CLAMP", "DEPTHWISE_CONV2D", "CLAMP", "CONV2D")
     ((10, 9), 12, 8, {"dilation": 2, "kernel": 2, "after": "clamp"}, (*EXPANDED, "CLAMP")),
 ], ids=["mobilenet-block", "stride-2", "dilated-2x2"])
 @pytest.mark.parametrize("bands", ["whole", "two-rows"])
-@pytest.mark.parametrize("halo", ["bands-make-it", "made-whole"])
+@pytest.mark.parametrize("halo", ["bands-make-it", "made-whole", "column-groups"])
 def test_an_expansion_depthwise_layer_and_projection_run_as_one_step(size, channels, columns,
                                                                     options, chain, bands, halo,
                                                                     tmp_path, monkeypatch):
     """MobileNetV2's block: each band makes the rows of the expansion its windows read (a row
-    at the edge of two bands made by both), or the expansion is made whole first."""
+    at the edge of two bands made by both), or the expansion is made whole first, by bands of
+    rows or (where the weights are panels) by every thread for its group of columns."""
     from pyvgf.fast import conv
 
     monkeypatch.setattr(conv, "HALO_SHARE", 0 if halo == "bands-make-it" else 10**9)
+    monkeypatch.setattr(conv, "COLUMN_GROUP_PIXELS", 10**9 if halo == "column-groups" else 0)
     if bands == "two-rows":
         monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels * 4)
     case = GraphCase(Graph(), description="expansion + depthwise + pointwise")

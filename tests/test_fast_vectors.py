@@ -95,20 +95,28 @@ _OTHER_TARGET = textwrap.dedent("""
     f32 = np.zeros((96, 16), np.float32)
     compiled._finished_product.compile(tuple(numba.typeof(a) for a in (
         f32, f32[:16], f32, f32[0], np.float32(0), np.float32(6), False, f32[:0])))
+    compiled.gemm_panels.serial.compile(tuple(numba.typeof(a) for a in (
+        f32, compiled.float_panels(f32[:16]), f32, 1, 1, f32[0], np.float32(0), np.float32(6),
+        False, f32[:0])))
     print("compiled")
 """)
 
 
-@pytest.mark.parametrize("features, says", [
-    ("+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512vnni", "avx512vnni 16 0 False False"),
-    ("+avx2,+fma,+avxvnni", "avxvnni 8 8 True True"),
+_AVX512 = "+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512vnni"
+
+
+@pytest.mark.parametrize("cpu, features, says", [
+    ("cascadelake", _AVX512, "avx512vnni 16 0 False False"),
+    ("znver4", _AVX512, "avx512vnni 16 0 True True"),
+    ("alderlake", "+avx2,+fma,+avxvnni", "avxvnni 8 8 True True"),
 ])
-def test_the_loops_compile_for_other_cpus(tmp_path: Path, features: str, says: str) -> None:
+def test_the_loops_compile_for_other_cpus(tmp_path: Path, cpu: str, features: str, says: str) -> None:
     """The module's vector constants and the loops naming their instructions (the int8 and fp32
     tiles, the lane RESCALE's packing, the depthwise windows) are made for the CPU numba compiles for,
-    not this one: imported and compiled (not run) for a Xeon with AVX-512 VNNI and a client CPU
-    with AVX-VNNI. A constant of AVX2's eight lanes once stopped the import on AVX-512."""
-    env = {**os.environ, "NUMBA_CPU_NAME": "cascadelake", "NUMBA_CPU_FEATURES": features,
+    not this one: imported and compiled (not run) for a Xeon with AVX-512 VNNI, an AMD Zen 4
+    (the same instructions, with the fp32 tiles and the lane RESCALE) and a client CPU with
+    AVX-VNNI. A constant of AVX2's eight lanes once stopped the import on AVX-512."""
+    env = {**os.environ, "NUMBA_CPU_NAME": cpu, "NUMBA_CPU_FEATURES": features,
            "NUMBA_CACHE_DIR": str(tmp_path)}
     done = subprocess.run([sys.executable, "-c", _OTHER_TARGET], env=env, capture_output=True,
                           text=True, timeout=600)

@@ -12,8 +12,9 @@ multiplied and added one step at a time in kernel-tap order (no fused multiply-a
 reassociation), integers are exact in int64; the GEMM blocks (gemm_rows, gemm_columns,
 conv_blocks: a block of patches gathered, then one BLAS call) leave a sum's order to BLAS, as
 a float GEMM does anywhere (integers stay exact: kernels.exact_dtype), or, for fp32 products
-of few channels on AVX2, to the FMA tiles of _finished_product (channel order, fused
-multiply-adds, the finish from registers). Those tiles and the int8 tiles of
+by a 1x1 convolution's weight laid out as panels (float_panels) or of few channels, on AVX2
+(_own_vectors), to the FMA tiles (channel order, fused multiply-adds, the finish from
+registers). Those tiles and the int8 tiles of
 gemm_rows_packed (AVX-512 VNNI's or AVX2's products) name their instructions. ERF and the
 softmax's EXP, which the specification defines by their values alone, are fp32
 approximations with fused multiply-adds, checked against erf and e**x for every fp32 input.
@@ -41,7 +42,7 @@ from numba import njit, prange
 from numba.core import cgutils
 from numba.core import config as numba_config
 from numba.core import types as nbtypes
-from numba.extending import intrinsic
+from numba.extending import intrinsic, overload
 
 from . import (
     background,
@@ -449,18 +450,27 @@ def depthwise_rows_rescaled(x: np.ndarray, zero_point: float, w: np.ndarray, pad
 def depthwise_gemm_rows(x: np.ndarray, zero_point: float, w: np.ndarray, pad_top: int,
                         pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                         dilation_x: int, first: tuple, matrix: np.ndarray, then: tuple,
-                        residual: np.ndarray, out: np.ndarray, band: int) -> None:
+                        residual: np.ndarray, out: np.ndarray, band: int, groups: int) -> None:
     """A depthwise convolution finished as `first` says (bias, low, high, nan_to_low: as
-    depthwise_rows's finish), then a 1x1 convolution of its result by `matrix` [C, OC],
-    finished as `then` says, + `residual`'s rows where it has any: out [N, OH, OW, OC], in
-    bands of `band` output rows over numba's threads (_depthwise_gemm_band)."""
+    depthwise_rows's finish), then a 1x1 convolution of its result by `matrix` ([C, OC], or
+    its float_panels), finished as `then` says, + `residual`'s rows where it has any: out
+    [N, OH, OW, OC], in bands of `band` output rows times `groups` groups of output columns
+    over numba's threads (_depthwise_gemm_band; each group of a band makes the band's
+    depthwise rows)."""
     n, rows = out.shape[0], out.shape[1]
     bands = -(-rows // band)
-    for j in prange(n * bands):
-        b, k = j // bands, j % bands
+    for j in prange(n * bands * groups):
+        b, k, g = j // (bands * groups), j // groups % bands, j % groups
         _depthwise_gemm_band(x, zero_point, w, pad_top, pad_left, stride_y, stride_x,
                              dilation_y, dilation_x, first, matrix, then, residual, out, b,
-                             k * band, min(rows, k * band + band))
+                             k * band, min(rows, k * band + band), g, groups)
+
+
+@_inlined
+def _group(g: int, groups: int, columns: int) -> tuple[int, int]:
+    """The panels (PANEL columns each) of group g of `groups` of a product's `columns`."""
+    count = -(-columns // PANEL)
+    return g * count // groups, (g + 1) * count // groups
 
 
 @_serial
@@ -468,20 +478,21 @@ def _depthwise_gemm_band(x: np.ndarray, zero_point: float, w: np.ndarray, pad_to
                          pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
                          dilation_x: int, first: tuple, matrix: np.ndarray, then: tuple,
                          residual: np.ndarray, out: np.ndarray, b: int, top: int,
-                         stop: int) -> None:
-    """Output rows top..stop of image b of depthwise_gemm_rows: their depthwise rows made
-    into a block of their own and multiplied while in cache (one BLAS call); the depthwise
-    result is never whole. Called, not inlined, by both forms of the loop: compiled once,
-    where inlined into each it took 5 s and 13 s to compile."""
+                         stop: int, g: int, groups: int) -> None:
+    """Output rows top..stop, column group g of `groups` (_group), of image b of
+    depthwise_gemm_rows: their depthwise rows made into a block of their own and multiplied
+    while in cache; the depthwise result is never whole. Called, not inlined, by both forms
+    of the loop: compiled once, where inlined into each it took 5 s and 13 s to compile."""
     width, columns, channels = out.shape[2], out.shape[3], x.shape[3]
     made = _aligned((stop - top, width, channels), x.dtype)
     for r in range(top, stop):
         _window_row(x, zero_point, w, b, r * stride_y - pad_top, pad_left, stride_x,
                     dilation_y, dilation_x, made[r - top], first)
     part = out[b, top:stop].reshape(-1, columns)
-    _finished_product(made.reshape(-1, channels), matrix, part, then[0], then[1], then[2],
-                      then[3], residual[b, top:stop].reshape(-1, columns)
-                      if residual.shape[0] else part[:0])
+    start, end = _group(g, groups, columns)
+    _product(made.reshape(-1, channels), matrix, start, end, part, then[0], then[1], then[2],
+             then[3], residual[b, top:stop].reshape(-1, columns)
+             if residual.shape[0] else part[:0])
 
 
 @_RowLoop
@@ -489,15 +500,16 @@ def expanded_gemm_rows(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_p
                        w: np.ndarray, pad_top: int, pad_left: int, stride_y: int,
                        stride_x: int, dilation_y: int, dilation_x: int, first: tuple,
                        matrix: np.ndarray, then: tuple, residual: np.ndarray, out: np.ndarray,
-                       band: int, halo: bool) -> None:
-    """depthwise_gemm_rows of the 1x1 convolution of x [1, H, W, IC] by `expand` [IC, C],
-    finished as `widened` says (bias, low, high, nan_to_low): MobileNetV2's expansion,
-    depthwise layer and projection in one call. With `halo`, each band makes the rows of the
-    expansion that its windows read into a block of its own (_expanded_band; a row at the
-    edge of two bands is made by both), so that the expansion is never whole either; else
-    the expansion is made whole first, in as many blocks of rows as there are bands, then the
-    bands as depthwise_gemm_rows makes them."""
-    rows, height = out.shape[1], x.shape[1]
+                       band: int, groups: int, halo: bool) -> None:
+    """depthwise_gemm_rows of the 1x1 convolution of x [1, H, W, IC] by `expand` ([IC, C] or
+    its float_panels), finished as `widened` says (bias, low, high, nan_to_low):
+    MobileNetV2's expansion, depthwise layer and projection in one call. With `halo`, each
+    band makes the rows of the expansion that its windows read into a block of its own
+    (_expanded_band; a row at the edge of two bands is made by both), so that the expansion
+    is never whole either; else the expansion is made whole first, in as many blocks of rows
+    as there are bands times `groups` groups of its columns, then the bands and groups as
+    depthwise_gemm_rows makes them."""
+    rows, height, channels = out.shape[1], x.shape[1], x.shape[3]
     bands = -(-rows // band)
     if halo:
         for k in prange(bands):
@@ -505,15 +517,21 @@ def expanded_gemm_rows(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_p
                            stride_x, dilation_y, dilation_x, first, matrix, then, residual, out,
                            k * band, min(rows, k * band + band))
         return
-    made = _aligned((1, height, x.shape[2], expand.shape[1]), x.dtype)
+    wide = widened[0].shape[0]
+    made = _aligned((1, height, x.shape[2], wide), x.dtype)
     step = -(-height // bands)
-    for k in prange(bands):
+    for j in prange(bands * groups):
+        k, g = j // groups, j % groups
         start, end = min(height, k * step), min(height, k * step + step)
-        _widen(x, expand, widened, made[0, start:end].reshape(-1, expand.shape[1]), start, end)
-    for k in prange(bands):
+        block = made[0, start:end].reshape(-1, wide)
+        part_first, part_stop = _group(g, groups, wide)
+        _product(x[0, start:end].reshape(-1, channels), expand, part_first, part_stop, block,
+                 widened[0], widened[1], widened[2], widened[3], block[:0])
+    for j in prange(bands * groups):
+        k, g = j // groups, j % groups
         _depthwise_gemm_band(made, zero_point, w, pad_top, pad_left, stride_y, stride_x,
                              dilation_y, dilation_x, first, matrix, then, residual, out, 0,
-                             k * band, min(rows, k * band + band))
+                             k * band, min(rows, k * band + band), g, groups)
 
 
 @_serial
@@ -527,11 +545,14 @@ def _expanded_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point
     the band of depthwise_gemm_rows from that block, whose row 0 is the expansion's row
     `start` (called, not inlined, as _depthwise_gemm_band)."""
     start, end = _band_input(top, stop, w.shape[0], pad_top, stride_y, dilation_y, x.shape[1])
-    made = _aligned((1, end - start, x.shape[2], expand.shape[1]), x.dtype)
-    _widen(x, expand, widened, made.reshape(-1, expand.shape[1]), start, end)
+    wide = widened[0].shape[0]
+    made = _aligned((1, end - start, x.shape[2], wide), x.dtype)
+    block = made.reshape(-1, wide)
+    _product(x[0, start:end].reshape(-1, x.shape[3]), expand, 0, -(-wide // PANEL), block,
+             widened[0], widened[1], widened[2], widened[3], block[:0])
     _depthwise_gemm_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
                          dilation_y, dilation_x, first, matrix, then, residual, out, 0, top,
-                         stop)
+                         stop, 0, 1)
 
 
 @_inlined
@@ -541,15 +562,6 @@ def _band_input(top: int, stop: int, kernel: int, pad_top: int, stride_y: int, d
     its output rows top..stop read (the rest of each window being padding)."""
     return (max(0, top * stride_y - pad_top),
             min(height, (stop - 1) * stride_y - pad_top + (kernel - 1) * dilation_y + 1))
-
-
-@_inlined
-def _widen(x: np.ndarray, expand: np.ndarray, widened: tuple, block: np.ndarray, start: int,
-           end: int) -> None:
-    """block [(end - start) * W, C] = rows start..end of x [1, H, W, IC] times expand, each
-    finished as `widened` says."""
-    _finished_product(x[0, start:end].reshape(-1, x.shape[3]), expand, block, widened[0],
-                      widened[1], widened[2], widened[3], block[:0])
 
 
 @_serial
@@ -783,12 +795,26 @@ def _int8_tiles(features: set[str]) -> str | None:
     return next((isa for isa in _TILES if isa in features), None)
 
 
-def _lane_rescale(features: set[str]) -> bool:
+def _lane_rescale(features: set[str], cpu: str) -> bool:
     """Whether int8 RESCALEs run as _rescaled_lanes writes them: where the int8 tiles run and
-    the CPU lacks AVX-512, whose 64-bit vector shifts and clamps LLVM uses for _rescaled as
-    written (on a 16-core Xeon with AVX-512, Arm's int8 MobileNetV2 took 1.06-1.15x as long
-    in lanes; on an AMD EPYC with AVX2, 0.80-0.93x)."""
-    return _int8_tiles(features) is not None and "avx512f" not in features
+    the CPU lacks Intel's AVX-512 (_own_vectors), whose 64-bit vector shifts and clamps LLVM
+    uses for _rescaled as written (on a 16-core Xeon with AVX-512, Arm's int8 MobileNetV2 took
+    1.06-1.15x as long in lanes; on an AMD EPYC with AVX2, 0.80-0.93x; on one with AVX-512
+    (Zen 4), 0.88-0.98x)."""
+    return _int8_tiles(features) is not None and _own_vectors(features, cpu)
+
+
+def _own_vectors(features: set[str], cpu: str) -> bool:
+    """Whether the loops' own 256-bit kernels (the fp32 tiles, the lane RESCALE) run in code
+    that may use `features` on the CPU LLVM calls `cpu`: without AVX-512, or on AMD's CPUs
+    (LLVM's "znver" names), whose Zen 4 runs 512-bit vectors as two 256-bit halves and to
+    which MKL gives its AVX2 kernels; Intel's AVX-512 doubles the width of MKL's sgemm."""
+    return "avx512f" not in features or cpu.startswith("znver")
+
+
+def _cpu_name() -> str:
+    """The CPU numba compiles for: NUMBA_CPU_NAME where set, else this one (LLVM's name)."""
+    return numba_config.CPU_NAME or llvmlite.binding.get_host_cpu_name()
 
 
 _TILES = {"avx512vnni": (16, 4, 4, 4, "llvm.x86.avx512.vpdpbusd.512"),
@@ -813,8 +839,8 @@ INT8_TILES = _int8_tiles(_FEATURES)
 them (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
 
-LANE_RESCALE = _lane_rescale(_FEATURES)
-"""Whether the int8 RESCALEs run eight int32 lanes a step (_rescaled_lanes) here."""
+LANE_RESCALE = _lane_rescale(_FEATURES, _cpu_name())
+"""Whether the int8 RESCALEs run TILE_LANES int32 lanes a step (_rescaled_lanes) here."""
 
 TILE_LANES, PACK_DEPTH, TILE_ROWS, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]
 """The int32 lanes of a register (int8_packed's columns come in groups of as many), the input
@@ -1531,14 +1557,14 @@ def _int8_products(x: np.ndarray, first: int, count: int, w: np.ndarray, acc: np
                 _ROW_1(flat, at, x_step, w, column, groups, row_sums)
 
 
-def _float_tiles(features: set[str]) -> bool:
-    """Whether fp32 products of few input or output channels run on _finished_product's FMA
-    tiles rather than BLAS in code that may use `features` (_features's): with AVX2 and FMA
-    but not AVX-512, whose wider kernels MKL's sgemm has."""
-    return {"avx2", "fma"} <= features and "avx512f" not in features
+def _float_tiles(features: set[str], cpu: str) -> bool:
+    """Whether fp32 products by a convolution's weights run on the FMA tiles rather than BLAS
+    in code that may use `features` (_features's) on the CPU LLVM calls `cpu`: with AVX2 and
+    FMA, where _own_vectors says."""
+    return {"avx2", "fma"} <= features and _own_vectors(features, cpu)
 
 
-FLOAT_TILES = _float_tiles(_FEATURES)
+FLOAT_TILES = _float_tiles(_FEATURES, _cpu_name())
 """Whether _finished_product's FMA tiles run here (_float_tiles)."""
 
 FLOAT_TILE_NARROW, FLOAT_TILE_DEPTH, FLOAT_TILE_ROWS = 32, 384, 96
@@ -1550,7 +1576,7 @@ MobileNetV2's such 1x1 layers (12544 x 16 -> 96: 655 against 829-843 us; 3136 x 
 reverse, and 1.04-1.34x for the transformer block's 384 x 384-1536, whose weights outgrow
 L2."""
 
-_FLOAT_ROWS, _FLOAT_LANES = 6, 8
+_FLOAT_ROWS, FLOAT_LANES = 6, 8
 """A float tile: 6 input rows times one or two groups of 8 fp32 columns (12 of AVX2's 16
 registers for the sums, 2 for a row's weights, one for an input broadcast)."""
 
@@ -1559,39 +1585,40 @@ _FLOAT_BLOCK = 16 * _FLOAT_ROWS
 147 kB of x (384 channels) stays in L2 while a group's weights stay in L1, and the weight is
 read from memory once per block of rows."""
 
-_FLOAT = ir.VectorType(ir.FloatType(), _FLOAT_LANES)
-_FLOAT_ZEROS = ir.Constant(_FLOAT, [0.0] * _FLOAT_LANES)
+_FLOAT = ir.VectorType(ir.FloatType(), FLOAT_LANES)
+_FLOAT_ZEROS = ir.Constant(_FLOAT, [0.0] * FLOAT_LANES)
 
 
 def _broadcast(builder: ir.IRBuilder, value: ir.Value) -> ir.Value:
-    """A scalar in every one of _FLOAT_LANES lanes (a float as fp32)."""
+    """A scalar in every one of FLOAT_LANES lanes (a float as fp32)."""
     if isinstance(value.type, ir.DoubleType):
         value = builder.fptrunc(value, ir.FloatType())
-    return _splat(builder, value, _FLOAT_LANES)
+    return _splat(builder, value, FLOAT_LANES)
 
 
 def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
-    """An intrinsic tile(x, first, w, column, out, bias, low, high, nan_to_low, y): rows
-    first..first + `rows` of x [M, K] times `chunks` groups of _FLOAT_LANES columns from
-    `column` of w [K, N], summed in rows x chunks registers from zero, one fused multiply-add
-    each per input channel in channel order; each sum then finished as _bias_clamp_row says
-    (low and high as fp32), + y's element where y has rows, and stored into out [M, N].
-    Every array fp32 and C-contiguous (y as out, or of no rows) but x, read with its strides
-    (a transposed view: conv_blocks's patches)."""
+    """An intrinsic tile(x, first, w, at, column, out, bias, low, high, nan_to_low, y): rows
+    first..first + `rows` of x [M, K] times `chunks` groups of FLOAT_LANES columns from `at`
+    of w [K, W], summed in rows x chunks registers from zero, one fused multiply-add each per
+    input channel in channel order; each sum then finished as _bias_clamp_row says (low and
+    high as fp32) with bias from `column`, + y's element where y has rows, and stored into
+    out [M, N] from `column`. Every array fp32 and C-contiguous (y as out, or of no rows) but
+    x, read with its strides (a transposed view: conv_blocks's patches), and w, whose rows may
+    be a panel of a larger weight's columns (float_panels)."""
 
     @intrinsic
-    def tile(typingctx: object, x: object, first: object, w: object, column: object,
+    def tile(typingctx: object, x: object, first: object, w: object, at: object, column: object,
              out: object, bias: object, low: object, high: object, nan_to_low: object,
              y: object) -> tuple[object, Callable[..., object]]:
         def codegen(context: Any, builder: ir.IRBuilder, signature: Any, args: tuple) -> object:
             xa, wa, oa, ba, ya = (context.make_array(signature.args[i])(context, builder, args[i])
-                                  for i in (0, 2, 4, 5, 9))
-            start, col = args[1], args[3]
-            low_v, high_v = _broadcast(builder, args[6]), _broadcast(builder, args[7])
+                                  for i in (0, 2, 5, 6, 10))
+            start, w_col, col = args[1], args[3], args[4]
+            low_v, high_v = _broadcast(builder, args[7]), _broadcast(builder, args[8])
             to_low = _broadcast(builder, builder.icmp_unsigned(
-                "!=", args[8], ir.Constant(args[8].type, 0)))
+                "!=", args[9], ir.Constant(args[9].type, 0)))
             added = builder.icmp_unsigned("!=", builder.extract_value(ya.shape, 0), _INDEX(0))
-            depth, width = (builder.extract_value(a.shape, 1) for a in (xa, wa))
+            depth, w_width, width = (builder.extract_value(a.shape, 1) for a in (xa, wa, oa))
             row_step, step = (builder.sdiv(builder.extract_value(xa.strides, i), _INDEX(4))
                               for i in (0, 1))
             fma = _intrinsic(builder, "llvm.fma.v8f32", _FLOAT, [_FLOAT] * 3)
@@ -1604,8 +1631,8 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
             inputs = [builder.gep(xa.data, [builder.mul(builder.add(start, _INDEX(r)),
                                                          row_step)]) for r in range(rows)]
             with cgutils.for_range(builder, depth) as loop:
-                row = builder.add(builder.mul(loop.index, width), col)
-                weights = [builder.load(at(wa, builder.add(row, _INDEX(_FLOAT_LANES * c))),
+                row = builder.add(builder.mul(loop.index, w_width), w_col)
+                weights = [builder.load(at(wa, builder.add(row, _INDEX(FLOAT_LANES * c))),
                                         align=4) for c in range(chunks)]
                 channel = builder.mul(loop.index, step)
                 for r in range(rows):
@@ -1614,7 +1641,7 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
                         builder.store(builder.call(fma, [value, weights[c],
                                                          builder.load(sums[r][c])]), sums[r][c])
             for c in range(chunks):
-                columns = builder.add(col, _INDEX(_FLOAT_LANES * c))
+                columns = builder.add(col, _INDEX(FLOAT_LANES * c))
                 b = builder.load(at(ba, columns), align=4)
                 for r in range(rows):
                     v = builder.fadd(builder.load(sums[r][c]), b)
@@ -1631,7 +1658,7 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
                             builder.store(v, at(oa, place), align=4)
             return context.get_dummy_value()
 
-        signature = nbtypes.void(x, first, w, column, out, bias, low, high, nan_to_low, y)
+        signature = nbtypes.void(x, first, w, at, column, out, bias, low, high, nan_to_low, y)
         if any(a.dtype != nbtypes.float32 for a in (x, w, out, bias, y)):
             return signature, _nothing  # float64: _tiles_take never calls it
         return signature, codegen
@@ -1647,14 +1674,14 @@ _FLOAT_6X2, _FLOAT_6X1, _FLOAT_1X2, _FLOAT_1X1 = (
 def _tiles_take(x: np.ndarray, w: np.ndarray, out: np.ndarray, bias: np.ndarray, low: float,
                 high: float, residual: np.ndarray) -> bool:
     """Whether _finished_product's FMA tiles take out = x @ w: FLOAT_TILES, fp32, the shape
-    (FLOAT_TILE_NARROW and its kin, columns in groups of _FLOAT_LANES), x with a unit stride
+    (FLOAT_TILE_NARROW and its kin, columns in groups of FLOAT_LANES), x with a unit stride
     along one axis (and none negative), the others C-contiguous, a bias per column, and the
     CLAMP's bounds fp32 values."""
     m, k = x.shape
     n = w.shape[1]
     return (FLOAT_TILES and x.itemsize == w.itemsize == out.itemsize == 4
             and min(k, n) <= FLOAT_TILE_NARROW and k <= FLOAT_TILE_DEPTH
-            and m >= FLOAT_TILE_ROWS and n % _FLOAT_LANES == 0
+            and m >= FLOAT_TILE_ROWS and n % FLOAT_LANES == 0
             and (x.strides[1] == 4 or x.strides[0] == 4) and min(x.strides) >= 0
             and bias.shape[0] == n and bias.strides[0] == 4
             and w.strides[1] == 4 and w.strides[0] == 4 * n
@@ -1676,20 +1703,114 @@ def _finished_product(x: np.ndarray, w: np.ndarray, out: np.ndarray, bias: np.nd
         _finish_rows(out, bias, low, high, nan_to_low, residual)
         return
     m, n = out.shape
-    pairs = n - n % (2 * _FLOAT_LANES)
+    pairs = n - n % (2 * FLOAT_LANES)
     for top in range(0, m, _FLOAT_BLOCK):
         stop = min(m, top + _FLOAT_BLOCK)
         full = stop - (stop - top) % _FLOAT_ROWS
-        for column in range(0, pairs, 2 * _FLOAT_LANES):
+        for column in range(0, pairs, 2 * FLOAT_LANES):
             for first in range(top, full, _FLOAT_ROWS):
-                _FLOAT_6X2(x, first, w, column, out, bias, low, high, nan_to_low, residual)
+                _FLOAT_6X2(x, first, w, column, column, out, bias, low, high, nan_to_low, residual)
             for first in range(full, stop):
-                _FLOAT_1X2(x, first, w, column, out, bias, low, high, nan_to_low, residual)
+                _FLOAT_1X2(x, first, w, column, column, out, bias, low, high, nan_to_low, residual)
         if pairs < n:
             for first in range(top, full, _FLOAT_ROWS):
-                _FLOAT_6X1(x, first, w, pairs, out, bias, low, high, nan_to_low, residual)
+                _FLOAT_6X1(x, first, w, pairs, pairs, out, bias, low, high, nan_to_low, residual)
             for first in range(full, stop):
-                _FLOAT_1X1(x, first, w, pairs, out, bias, low, high, nan_to_low, residual)
+                _FLOAT_1X1(x, first, w, pairs, pairs, out, bias, low, high, nan_to_low, residual)
+
+
+PANEL = 2 * FLOAT_LANES
+"""The columns of a weight panel (float_panels): one wide tile's."""
+
+
+def float_panels(weight: np.ndarray) -> np.ndarray:
+    """An fp32 weight [K, N] as the FMA tiles read it whole: panels [ceil(N / PANEL), K,
+    PANEL], panel p holding columns PANEL * p.. (zero past N), so that a tile reads its
+    weights in one run rather than a row of N apart per channel, and a thread's share of the
+    columns is a run of panels."""
+    k, n = weight.shape
+    count = -(-n // PANEL)
+    panels = np.zeros((count, k, PANEL), np.float32)
+    for p in range(count):
+        part = weight[:, PANEL * p:PANEL * (p + 1)]
+        panels[p, :, :part.shape[1]] = part
+    return panels
+
+
+@_inlined
+def _panel_product(x: np.ndarray, panels: np.ndarray, first: int, stop: int, out: np.ndarray,
+                   bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+                   residual: np.ndarray) -> None:
+    """Columns of out [M, N] from panel `first` to panel `stop` (float_panels) = x @ those
+    panels, finished as _finish_rows says, by the FMA tiles, _FLOAT_ROWS rows at a time and
+    finished from their registers: each panel through a block of _FLOAT_BLOCK rows before the
+    next. out and residual (or none) C-contiguous, x with a unit stride along one axis."""
+    m, n = out.shape
+    for top in range(0, m, _FLOAT_BLOCK):
+        end = min(m, top + _FLOAT_BLOCK)
+        full = end - (end - top) % _FLOAT_ROWS
+        for p in range(first, stop):
+            w, column = panels[p], PANEL * p
+            if column + PANEL <= n:
+                for row in range(top, full, _FLOAT_ROWS):
+                    _FLOAT_6X2(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
+                for row in range(full, end):
+                    _FLOAT_1X2(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
+            else:
+                for row in range(top, full, _FLOAT_ROWS):
+                    _FLOAT_6X1(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
+                for row in range(full, end):
+                    _FLOAT_1X1(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
+
+
+def _product(x: np.ndarray, w: np.ndarray, first: int, stop: int, out: np.ndarray,
+             bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+             residual: np.ndarray) -> None:
+    """Columns PANEL * first..PANEL * stop of out = x @ w, finished as _finish_rows says: by
+    _panel_product where w is panels (float_panels), else by _finished_product (a matrix
+    [K, N]). Compiled code only: numba picks the form by w's dimensions."""
+    raise NotImplementedError("compiled code only")
+
+
+@overload(_product)
+def _product_of(x: np.ndarray, w: np.ndarray, first: int, stop: int, out: np.ndarray,
+                bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+                residual: np.ndarray) -> Callable[..., None]:
+    """_product's implementation for w's type (numba's arguments are their types)."""
+    def by_panels(x: np.ndarray, w: np.ndarray, first: int, stop: int, out: np.ndarray,
+                  bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+                  residual: np.ndarray) -> None:
+        _panel_product(x, w, first, stop, out, bias, low, high, nan_to_low, residual)
+
+    def by_matrix(x: np.ndarray, w: np.ndarray, first: int, stop: int, out: np.ndarray,
+                  bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+                  residual: np.ndarray) -> None:
+        start, end = PANEL * first, min(out.shape[1], PANEL * stop)
+        if start == 0 and end == out.shape[1]:
+            _finished_product(x, w, out, bias, low, high, nan_to_low, residual)
+        else:
+            _finished_product(x, w[:, start:end], out[:, start:end], bias[start:end], low, high,
+                              nan_to_low, residual[:, start:end])
+    return by_panels if w.ndim == 3 else by_matrix  # type: ignore[attr-defined]
+
+
+@_RowLoop
+def gemm_panels(a: np.ndarray, panels: np.ndarray, out: np.ndarray, blocks: int, groups: int,
+                bias: np.ndarray, low: float, high: float, nan_to_low: bool,
+                residual: np.ndarray) -> None:
+    """out = a @ panels (float_panels of an fp32 weight), each output finished as _finish_rows
+    says (+ bias, clamped, + residual's where it has rows), by the FMA tiles: `blocks`
+    blocks of out's rows times `groups` groups of its panels over numba's threads (a and out
+    C-contiguous)."""
+    rows, columns = out.shape
+    step = -(-rows // blocks)
+    for j in prange(blocks * groups):
+        k, g = j // groups, j % groups
+        first, stop = k * step, min(rows, k * step + step)
+        if first < stop:
+            start, end = _group(g, groups, columns)
+            _panel_product(a[first:stop], panels, start, end, out[first:stop], bias, low, high,
+                           nan_to_low, residual[first:stop])
 
 
 @_RowLoop

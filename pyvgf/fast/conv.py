@@ -25,6 +25,7 @@ skips them.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Protocol
 
@@ -210,6 +211,16 @@ def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarra
     return out
 
 
+def _panels(matrix: np.ndarray) -> np.ndarray:
+    """An fp32 weight matrix [K, N] as compiled.float_panels lays it out, made once (read-only,
+    on a cache line), where the FMA tiles run here and N is a multiple of their vectors' eight
+    lanes; else the matrix itself."""
+    if not compiled.FLOAT_TILES or matrix.shape[1] % compiled.FLOAT_LANES:
+        return matrix
+    return prepared(matrix, "float panels",
+                    lambda: memory.aligned(compiled.float_panels(matrix), readonly=True))
+
+
 def _conv_matrix(w: np.ndarray) -> np.ndarray:
     return w.reshape(w.shape[0], -1).T
 
@@ -288,6 +299,12 @@ class _Conv:
                            self.pads[1][0], *self.stride, *self.dilation,
                            max(1, BLOCK_OUTPUTS // self.out_size[1]))
 
+    @functools.cached_property
+    def panels(self) -> np.ndarray:
+        """The weight matrix as the fp32 FMA tiles read it (_panels), where they run on this
+        CPU (compiled.FLOAT_TILES) and the product is fp32; else wmat."""
+        return _panels(self.wmat) if self.dtype == F32 else self.wmat
+
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
         """The result; with `residual` (of a float result's shape and type), the result +
         residual, an ADD fused after it (patterns.py): made in each block of a pointwise GEMM
@@ -336,7 +353,7 @@ class _Conv:
             patches, final = xp.reshape(-1, xp.shape[-1]), result.array.reshape(-1, oc)
             finish = self.how.finish
             call = None if finish is None else self._gemm(
-                patches, lambda: gemm_call(patches, wmat, final, finish))
+                patches, lambda: gemm_call(patches, self.panels, final, finish))
             if call is not None:
                 call(patches, final, None if residual is None else residual.reshape(final.shape))
                 return result.array, residual is not None
@@ -573,12 +590,24 @@ class _Blocks:
     def _way(self, mode: tuple[bool, int]) -> tuple[Callable[..., None], tuple]:
         spread, workers = mode
         rows = self.shape[1]
-        band = max(1, min(self.band_rows, -(-rows // (workers if spread else 1))))
+        groups = self._groups(workers if spread else 1)
+        band = max(1, min(self.band_rows, -(-rows // (workers // groups if spread else 1))))
         loop = self.loops[self.expand is not None]
-        last = (band,) if self.expand is None else (band, _halo(rows, band, *self.reach))
+        last = (band, *self.split(groups))
+        if self.expand is not None:
+            last = (*last, groups == 1 and _halo(rows, band, *self.reach))
         way = (loop.threaded if spread else loop.serial), last
         self._ways[mode] = way
         return way
+
+    def _groups(self, workers: int) -> int:
+        """Into how many groups of output columns the loop splits the result for `workers`
+        threads (1: it splits rows only)."""
+        return 1
+
+    def split(self, groups: int) -> tuple[int, ...]:
+        """The loop's arguments after the band that say how it splits the columns."""
+        return ()
 
 
 class DepthwiseConv(_Blocks):
@@ -599,18 +628,34 @@ class DepthwiseConv(_Blocks):
         self.expand, self._ways = None, {}
         if expand is not None:
             widen = _Conv(shape, F32, epilogue=None, **expand[0])
-            self.expand = (widen.wmat, (widen.how.finish[0], *expand[1]))  # type: ignore[index]
+            self.expand = (widen.panels, (widen.how.finish[0], *expand[1]))  # type: ignore[index]
             shape = (*shape[:-1], widen.oc)
         window = _Depthwise(shape, F32, epilogue=None, **depthwise)
         middle = (shape[0], *window.out_size, window.channels)
         product = _Conv(middle, F32, epilogue=None, **conv)
-        self.window, self.matrix = window.window, product.wmat
+        self.window, self.matrix = window.window, product.panels
         self.first = (window.how.finish[0], *first)  # type: ignore[index]
         self.then = (product.how.finish[0], *then)  # type: ignore[index]
         self.shape = (shape[0], *window.out_size, product.oc)
         self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * 4))
         self.reach = _reach(shape[1], self.window)
         self.before = (*(self.expand or ()), *self.window, self.first, self.matrix, self.then)
+
+    def _groups(self, workers: int) -> int:
+        """Every thread a group of the output columns where the result has so few pixels
+        (COLUMN_GROUP_PIXELS) that bands of rows would share it out unevenly (a 7 x 7 map's
+        rows over two threads: 4 and 3), and the weights are panels (each thread then reads
+        its panels alone, whole rows of the input); else one group."""
+        pixels = self.shape[1] * self.shape[2]
+        return workers if self.matrix.ndim == 3 and pixels <= COLUMN_GROUP_PIXELS else 1
+
+    def split(self, groups: int) -> tuple[int, ...]:
+        return (groups,)
+
+
+COLUMN_GROUP_PIXELS = 64
+"""The most pixels of a depthwise + 1x1 step's result for which DepthwiseConv splits its
+columns over the threads rather than its rows."""
 
 
 HALO_SHARE = 8

@@ -27,6 +27,7 @@ from .compiled import (
     gemm_columns,
     gemm_columns_int8,
     gemm_columns_rescaled,
+    gemm_panels,
     gemm_rows,
     gemm_rows_int8,
     gemm_rows_packed,
@@ -203,7 +204,10 @@ def gemm_call(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     """How split_gemm makes out = a @ b, finished as `finish` says, for operands like these and
     the calling thread's thread count (threads.spread(), workers()): everything but the run's
     arrays decided once, for callers that keep it (conv._Conv, once per thread count); None
-    where split_gemm does not apply."""
+    where split_gemm does not apply. b may be an fp32 weight's compiled.float_panels (with a
+    and out fp32, C-contiguous): _panel_call."""
+    if b.ndim == 3:
+        return _panel_call(b, out, finish)
     split = _split(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else None
     if split is None:
         return None
@@ -217,6 +221,24 @@ def gemm_call(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     def call(a: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None) -> None:
         loop(a, matrix, out, *static,
              none if residual is None else np.ascontiguousarray(residual, dtype))
+    return call
+
+
+def _panel_call(panels: np.ndarray, out: np.ndarray, finish: Finish | None) -> GemmCall:
+    """gemm_call's call for an fp32 weight as compiled.float_panels lays it out: the FMA tiles
+    over blocks of rows, or groups of panels where split_gemm would split by columns."""
+    workers = threads.workers() if threads.spread() else 1
+    rows, cols = out.shape
+    groups = _column_parts(rows, cols, workers, panels.nbytes) or 1
+    blocks = 1 if groups > 1 else _row_blocks(rows, cols * 4, True, workers) or 1
+    bias, low, high, nan_to_low = finish or (np.zeros(cols, F32), -np.inf, np.inf, False)
+    static = (blocks, groups, bias.astype(F32, copy=False), F32.type(low), F32.type(high),
+              nan_to_low)
+    none = np.empty((0, cols), F32)
+
+    def call(a: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None) -> None:
+        gemm_panels(a, panels, out, *static,
+                    none if residual is None else np.ascontiguousarray(residual, F32))
     return call
 
 
