@@ -2,6 +2,7 @@
 
     python tools/bench/profile_ops.py mobilenet_v2_fp32 [--runs 20] [--threads 1] [--models-dir DIR]
     python tools/bench/profile_ops.py mobilenet_v2_int8 --onnxruntime   # beside onnxruntime's own profile
+    python tools/bench/profile_ops.py transformer_fp32 --by-step        # every step, in plan order
 
 Every registered operator function is wrapped in a timer before the model is planned, so each
 step of the plan is timed as it runs. A step with fused band-wise ops (see
@@ -112,22 +113,32 @@ def onnxruntime_profile(model: object, runs: int, threads: int) -> tuple[float, 
     return sum(b - a for a, b in model_runs) * 1e-6 / runs, kinds
 
 
+ORDER: list[tuple[str, float]] = []
+"""Every top-level step's label and seconds, in the order the runs called them (--by-step)."""
+
+
+def _shape(value: object) -> str:
+    return "x".join(map(str, value.shape)) if hasattr(value, "shape") else "?"  # type: ignore[attr-defined]
+
+
 def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
            steps: Counter[str], depth: list[int], epilogue: object = None,
            by_shape: bool = False, kinds: defaultdict[str, float] | None = None,
            weight: object = None) -> Callable[..., object]:
     """fn timed under its op's name, and the names of the ops fused into it (its `epilogue`
     operand, or the one its plan-time form was made with); with `by_shape`, and the shape of
-    its `input` operand."""
+    its `input` operand (a MATMUL's A, then B). Each call is also kept in ORDER."""
     @functools.wraps(fn)
     def step(*args: object, **kwargs: object) -> object:
         if depth[0]:  # an op called by another (a fused epilogue's generic form)
             return fn(*args, **kwargs)
         fused = getattr(kwargs.get("epilogue", epilogue), "ops", ())
         label = " + ".join((name, *fused))
-        first = kwargs.get("input", args[0] if args else None)
+        first = kwargs.get("input", kwargs.get("A", args[0] if args else None))
         if by_shape and hasattr(first, "shape"):
-            label += " " + "x".join(map(str, first.shape))  # type: ignore[union-attr]
+            label += " " + _shape(first)
+            if "B" in kwargs:
+                label += " @ " + _shape(kwargs["B"])
         depth[0] += 1
         start = time.perf_counter()
         try:
@@ -136,11 +147,19 @@ def _timed(name: str, fn: Callable[..., object], spent: defaultdict[str, float],
             seconds = time.perf_counter() - start
             spent[label] += seconds
             steps[label] += 1
+            ORDER.append((label, seconds))
             depth[0] -= 1
             if kinds is not None:
                 kinds[_kind(name.split(" + ")[0], kwargs.get("weight", weight))] += seconds
 
     return step
+
+
+def _by_step(runs: int) -> list[tuple[str, float]]:
+    """Each step of a run in plan order (ORDER over `runs` runs) and its median seconds."""
+    count = len(ORDER) // runs
+    return [(ORDER[i][0], sorted(ORDER[r * count + i][1] for r in range(runs))[runs // 2])
+            for i in range(count)]
 
 
 def _prepared_timed(name: str, prepare: Callable[..., object], spent: defaultdict[str, float],
@@ -162,9 +181,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--models-dir", type=Path)
     p.add_argument("--by-shape", action="store_true",
                    help="list steps by their input's shape too, not only by operator")
+    p.add_argument("--by-step", action="store_true",
+                   help="also list every step of a run in plan order, its median time (implies --by-shape)")
     p.add_argument("--onnxruntime", action="store_true",
                    help="also profile the onnxruntime twin and compare by kind of work")
     args = p.parse_args(argv)
+    args.by_shape = args.by_shape or args.by_step
     if args.threads:
         for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
             os.environ[var] = str(args.threads)
@@ -212,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
         spent.clear()
         steps.clear()
         kinds.clear()
+        ORDER.clear()
         start = time.perf_counter()
         for _ in range(args.runs):
             m.run(model.inputs)
@@ -224,6 +247,10 @@ def main(argv: list[str] | None = None) -> int:
               f"x{steps[label] // args.runs}")
     rest = total - sum(spent.values()) / args.runs
     print(f"  {'(interpreter and runtime)':{width}s} {rest * 1e3:8.2f} ms  {100 * rest / total:5.1f}%")
+    if args.by_step:
+        print("\nby step, in plan order (median ms of the runs):")
+        for index, (label, seconds) in enumerate(_by_step(args.runs)):
+            print(f"  {index:3d} {label:{width}s} {seconds * 1e3:8.3f}")
     if args.onnxruntime and model.torch_net is not None:
         ort_total, ort_kinds = onnxruntime_profile(model, args.runs, args.threads or os.cpu_count() or 1)
         kinds["(interpreter and runtime)"] = rest * args.runs
