@@ -1568,13 +1568,14 @@ FLOAT_TILES = _float_tiles(_FEATURES, _cpu_name())
 """Whether _finished_product's FMA tiles run here (_float_tiles)."""
 
 FLOAT_TILE_NARROW, FLOAT_TILE_DEPTH, FLOAT_TILE_ROWS = 32, 384, 96
-"""The FMA tiles take products of at most FLOAT_TILE_NARROW input or output channels, at most
-FLOAT_TILE_DEPTH input channels and at least FLOAT_TILE_ROWS rows. On an AMD EPYC (Zen 3,
-one thread, hot) they took 0.73-0.91x the time of MKL's sgemm and its finish pass for
-MobileNetV2's such 1x1 layers (12544 x 16 -> 96: 655 against 829-843 us; 3136 x 144 -> 24:
-270 against 367-370), but 0.95-1.07x for 64-96 input and 384-576 output channels or the
-reverse, and 1.04-1.34x for the transformer block's 384 x 384-1536, whose weights outgrow
-L2."""
+"""The FMA tiles take products by a weight matrix [K, N] (the stem's patches; a 1x1
+convolution's weight takes panels instead, _panel_product) of at most FLOAT_TILE_NARROW input
+or output channels, at most FLOAT_TILE_DEPTH input channels and at least FLOAT_TILE_ROWS rows.
+On an AMD EPYC (Zen 3, one thread, hot) they took 0.73-0.91x the time of MKL's sgemm and its
+finish pass for MobileNetV2's such 1x1 layers (12544 x 16 -> 96: 655 against 829-843 us;
+3136 x 144 -> 24: 270 against 367-370), but 0.95-1.07x for 64-96 input and 384-576 output
+channels or the reverse (their weight's rows read N apart; as panels, on Zen 4, 0.87-1.01x),
+and 1.04-1.34x for the transformer block's 384 x 384-1536, whose weights outgrow L2."""
 
 _FLOAT_ROWS, FLOAT_LANES = 6, 8
 """A float tile: 6 input rows times one or two groups of 8 fp32 columns (12 of AVX2's 16

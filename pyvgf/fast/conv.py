@@ -565,7 +565,8 @@ nan_to_low); no CLAMP is (-inf, inf, False)."""
 class _Blocks:
     """What DepthwiseConv and DepthwiseConvInt8 share: their call, one compiled loop
     (`loops`: without an expansion, with one) of x, `before`, the residual y, `between`, the
-    result, then the band's rows and, with an expansion, whether the bands make it (_halo).
+    result, then the band's rows, how the columns split (`_groups`, fp32 only) and, with an
+    expansion, whether the bands make it (_halo).
     Which loop (threaded or serial) and its band are worked out once per thread count
     (threads.mode): a run's Python between its loops costs microseconds a call."""
 
@@ -593,7 +594,7 @@ class _Blocks:
         groups = self._groups(workers if spread else 1)
         band = max(1, min(self.band_rows, -(-rows // (workers // groups if spread else 1))))
         loop = self.loops[self.expand is not None]
-        last = (band, *self.split(groups))
+        last = (band, *self._split(groups))
         if self.expand is not None:
             last = (*last, groups == 1 and _halo(rows, band, *self.reach))
         way = (loop.threaded if spread else loop.serial), last
@@ -605,7 +606,7 @@ class _Blocks:
         threads (1: it splits rows only)."""
         return 1
 
-    def split(self, groups: int) -> tuple[int, ...]:
+    def _split(self, groups: int) -> tuple[int, ...]:
         """The loop's arguments after the band that say how it splits the columns."""
         return ()
 
@@ -649,7 +650,7 @@ class DepthwiseConv(_Blocks):
         pixels = self.shape[1] * self.shape[2]
         return workers if self.matrix.ndim == 3 and pixels <= COLUMN_GROUP_PIXELS else 1
 
-    def split(self, groups: int) -> tuple[int, ...]:
+    def _split(self, groups: int) -> tuple[int, ...]:
         return (groups,)
 
 
