@@ -374,7 +374,7 @@ def test_a_residual_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pr
     case = GraphCase(Graph(), description=f"{producer} + residual add")
     case.graph.output(_conv_add(case, (9, 7), 24, 1) if producer == "conv" else _matmul_add(case, 40, 24))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
-    # A 1x1 convolution's weight is panels where the fp32 tiles run (kernels._panel_call).
+    # A 1x1 convolution's weight is panels where the fp32 tiles run (kernels.gemm_call).
     loop = "gemm_panels" if producer == "conv" and compiled.FLOAT_TILES else "gemm_rows"
     _meanwhile(kernels, loop, case.random_inputs(3), tmp_path, monkeypatch)
 

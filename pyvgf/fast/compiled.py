@@ -548,7 +548,8 @@ def _expanded_band(x: np.ndarray, expand: np.ndarray, widened: tuple, zero_point
     wide = widened[0].shape[0]
     made = _aligned((1, end - start, x.shape[2], wide), x.dtype)
     block = made.reshape(-1, wide)
-    _product(x[0, start:end].reshape(-1, x.shape[3]), expand, 0, -(-wide // PANEL), block,
+    group_first, group_stop = _group(0, 1, wide)
+    _product(x[0, start:end].reshape(-1, x.shape[3]), expand, group_first, group_stop, block,
              widened[0], widened[1], widened[2], widened[3], block[:0])
     _depthwise_gemm_band(made, zero_point, w, pad_top + start, pad_left, stride_y, stride_x,
                          dilation_y, dilation_x, first, matrix, then, residual, out, 0, top,
@@ -831,15 +832,15 @@ would saturate), the weight's int8 pairs widened to int16 as they are loaded (st
 int16, the weights of 960 or 1280 input channels took 1.2-1.5x the time: twice the bytes to
 read)."""
 
-_FEATURES = _features()
-"""_features, read once at import."""
+_FEATURES, _CPU = _features(), _cpu_name()
+"""_features and _cpu_name, read once at import."""
 
 INT8_TILES = _int8_tiles(_FEATURES)
 """The instruction set gemm_rows_packed's tiles use here, or None where the CPU has none of
 them (the loop is then never compiled nor run; numba's cache is keyed to the CPU, so a cached copy
 never meets another)."""
 
-LANE_RESCALE = _lane_rescale(_FEATURES, _cpu_name())
+LANE_RESCALE = _lane_rescale(_FEATURES, _CPU)
 """Whether the int8 RESCALEs run TILE_LANES int32 lanes a step (_rescaled_lanes) here."""
 
 TILE_LANES, PACK_DEPTH, TILE_ROWS, _TILE_CHUNKS, _PRODUCTS = _TILES[INT8_TILES or "avx512vnni"]
@@ -1564,7 +1565,7 @@ def _float_tiles(features: set[str], cpu: str) -> bool:
     return {"avx2", "fma"} <= features and _own_vectors(features, cpu)
 
 
-FLOAT_TILES = _float_tiles(_FEATURES, _cpu_name())
+FLOAT_TILES = _float_tiles(_FEATURES, _CPU)
 """Whether _finished_product's FMA tiles run here (_float_tiles)."""
 
 FLOAT_TILE_NARROW, FLOAT_TILE_DEPTH, FLOAT_TILE_ROWS = 32, 384, 96
@@ -1704,20 +1705,30 @@ def _finished_product(x: np.ndarray, w: np.ndarray, out: np.ndarray, bias: np.nd
         _finish_rows(out, bias, low, high, nan_to_low, residual)
         return
     m, n = out.shape
-    pairs = n - n % (2 * FLOAT_LANES)
     for top in range(0, m, _FLOAT_BLOCK):
-        stop = min(m, top + _FLOAT_BLOCK)
-        full = stop - (stop - top) % _FLOAT_ROWS
-        for column in range(0, pairs, 2 * FLOAT_LANES):
-            for first in range(top, full, _FLOAT_ROWS):
-                _FLOAT_6X2(x, first, w, column, column, out, bias, low, high, nan_to_low, residual)
-            for first in range(full, stop):
-                _FLOAT_1X2(x, first, w, column, column, out, bias, low, high, nan_to_low, residual)
-        if pairs < n:
-            for first in range(top, full, _FLOAT_ROWS):
-                _FLOAT_6X1(x, first, w, pairs, pairs, out, bias, low, high, nan_to_low, residual)
-            for first in range(full, stop):
-                _FLOAT_1X1(x, first, w, pairs, pairs, out, bias, low, high, nan_to_low, residual)
+        end = min(m, top + _FLOAT_BLOCK)
+        for column in range(0, n, PANEL):
+            _tile_rows(x, top, end, w, column, column, column + PANEL <= n, out, bias, low, high,
+                       nan_to_low, residual)
+
+
+@_inlined
+def _tile_rows(x: np.ndarray, top: int, end: int, w: np.ndarray, at: int, column: int,
+               wide: bool, out: np.ndarray, bias: np.ndarray, low: float, high: float,
+               nan_to_low: bool, residual: np.ndarray) -> None:
+    """Rows top..end of out's PANEL columns from `column` (FLOAT_LANES where not `wide`) =
+    x @ w's from `at`, finished, by the tiles: _FLOAT_ROWS rows at a time, then one by one."""
+    full = end - (end - top) % _FLOAT_ROWS
+    if wide:
+        for row in range(top, full, _FLOAT_ROWS):
+            _FLOAT_6X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
+        for row in range(full, end):
+            _FLOAT_1X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
+    else:
+        for row in range(top, full, _FLOAT_ROWS):
+            _FLOAT_6X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
+        for row in range(full, end):
+            _FLOAT_1X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
 
 
 PANEL = 2 * FLOAT_LANES
@@ -1731,11 +1742,9 @@ def float_panels(weight: np.ndarray) -> np.ndarray:
     columns is a run of panels."""
     k, n = weight.shape
     count = -(-n // PANEL)
-    panels = np.zeros((count, k, PANEL), np.float32)
-    for p in range(count):
-        part = weight[:, PANEL * p:PANEL * (p + 1)]
-        panels[p, :, :part.shape[1]] = part
-    return panels
+    padded = np.zeros((k, count * PANEL), np.float32)
+    padded[:, :n] = weight
+    return np.ascontiguousarray(padded.reshape(k, count, PANEL).transpose(1, 0, 2))
 
 
 @_inlined
@@ -1749,19 +1758,10 @@ def _panel_product(x: np.ndarray, panels: np.ndarray, first: int, stop: int, out
     m, n = out.shape
     for top in range(0, m, _FLOAT_BLOCK):
         end = min(m, top + _FLOAT_BLOCK)
-        full = end - (end - top) % _FLOAT_ROWS
         for p in range(first, stop):
-            w, column = panels[p], PANEL * p
-            if column + PANEL <= n:
-                for row in range(top, full, _FLOAT_ROWS):
-                    _FLOAT_6X2(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
-                for row in range(full, end):
-                    _FLOAT_1X2(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
-            else:
-                for row in range(top, full, _FLOAT_ROWS):
-                    _FLOAT_6X1(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
-                for row in range(full, end):
-                    _FLOAT_1X1(x, row, w, 0, column, out, bias, low, high, nan_to_low, residual)
+            column = PANEL * p
+            _tile_rows(x, top, end, panels[p], 0, column, column + PANEL <= n, out, bias, low,
+                       high, nan_to_low, residual)
 
 
 def _product(x: np.ndarray, w: np.ndarray, first: int, stop: int, out: np.ndarray,
@@ -1787,7 +1787,7 @@ def _product_of(x: np.ndarray, w: np.ndarray, first: int, stop: int, out: np.nda
                   bias: np.ndarray, low: float, high: float, nan_to_low: bool,
                   residual: np.ndarray) -> None:
         start, end = PANEL * first, min(out.shape[1], PANEL * stop)
-        if start == 0 and end == out.shape[1]:
+        if start == 0 and end == out.shape[1]:  # unsliced: rows typed contiguous, vectorized
             _finished_product(x, w, out, bias, low, high, nan_to_low, residual)
         else:
             _finished_product(x, w[:, start:end], out[:, start:end], bias[start:end], low, high,

@@ -205,17 +205,20 @@ def gemm_call(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     the calling thread's thread count (threads.spread(), workers()): everything but the run's
     arrays decided once, for callers that keep it (conv._Conv, once per thread count); None
     where split_gemm does not apply. b may be an fp32 weight's compiled.float_panels (with a
-    and out fp32, C-contiguous): _panel_call."""
-    if b.ndim == 3:
-        return _panel_call(b, out, finish)
-    split = _split(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else None
-    if split is None:
-        return None
+    and out fp32, C-contiguous): its products then run on the FMA tiles (_panel_cut)."""
     dtype = out.dtype
-    bias, low, high, nan_to_low = finish or (np.empty(0, dtype), 0, 0, False)
-    loop, matrix = (gemm_rows, b) if split.bt is None else (gemm_columns, split.bt)
-    static = (split.blocks, finish is not None, bias.astype(dtype, copy=False), dtype.type(low),
-              dtype.type(high), nan_to_low)
+    if b.ndim == 3:
+        loop, matrix, cut = gemm_panels, b, _panel_cut(b, out)
+        bias, low, high, nan_to_low = finish or (np.zeros(out.shape[1], dtype), -np.inf, np.inf,
+                                                 False)
+    else:
+        split = _split(a, b, out, finish is not None) if out.dtype == a.dtype == b.dtype else None
+        if split is None:
+            return None
+        loop, matrix = (gemm_rows, b) if split.bt is None else (gemm_columns, split.bt)
+        cut = (split.blocks, finish is not None)
+        bias, low, high, nan_to_low = finish or (np.empty(0, dtype), 0, 0, False)
+    static = (*cut, bias.astype(dtype, copy=False), dtype.type(low), dtype.type(high), nan_to_low)
     none = np.empty((0, 0), dtype)
 
     def call(a: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None) -> None:
@@ -224,22 +227,14 @@ def gemm_call(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     return call
 
 
-def _panel_call(panels: np.ndarray, out: np.ndarray, finish: Finish | None) -> GemmCall:
-    """gemm_call's call for an fp32 weight as compiled.float_panels lays it out: the FMA tiles
-    over blocks of rows, or groups of panels where split_gemm would split by columns."""
+def _panel_cut(panels: np.ndarray, out: np.ndarray) -> tuple[int, int]:
+    """How compiled.gemm_panels cuts out = a @ panels over the threads: (blocks of rows,
+    groups of panels), a group a thread where split_gemm would split by columns, else its
+    blocks of rows."""
     workers = threads.workers() if threads.spread() else 1
     rows, cols = out.shape
     groups = _column_parts(rows, cols, workers, panels.nbytes) or 1
-    blocks = 1 if groups > 1 else _row_blocks(rows, cols * 4, True, workers) or 1
-    bias, low, high, nan_to_low = finish or (np.zeros(cols, F32), -np.inf, np.inf, False)
-    static = (blocks, groups, bias.astype(F32, copy=False), F32.type(low), F32.type(high),
-              nan_to_low)
-    none = np.empty((0, cols), F32)
-
-    def call(a: np.ndarray, out: np.ndarray, residual: np.ndarray | None = None) -> None:
-        gemm_panels(a, panels, out, *static,
-                    none if residual is None else np.ascontiguousarray(residual, F32))
-    return call
+    return (1 if groups > 1 else _row_blocks(rows, cols * 4, True, workers) or 1), groups
 
 
 def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
