@@ -1,5 +1,6 @@
 """The fast executor's CONV2D by blocks of output rows (compiled.conv_blocks, for few products
-per output: MobileNetV2's stem) against the reference on the cases its patches split on:
+per output: MobileNetV2's stem), and by output rows read in place by the FMA tiles
+(compiled.conv_rows_direct), against the reference on the cases their windows split on:
 windows inside the input and over its borders (top, bottom, left, right, corners, some sides
 only, none wholly inside), strides, dilation, blocks of fewer rows at the end, zero points,
 bias + CLAMP and RESCALE in the loop, the int32 result in bands, other input types, and the
@@ -19,7 +20,7 @@ from pyvgf.testing import GraphCase, assert_backends_agree
 
 pytest.importorskip("numba", reason="the fast executor needs the fast extra: pip install 'pyvgf[fast]'")
 
-from pyvgf.fast import conv
+from pyvgf.fast import compiled, conv
 
 pytestmark = pytest.mark.fast
 
@@ -40,6 +41,16 @@ SHAPES = [
     ((6, 9, 15), 6, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),     # the most channels
     ((11, 12, 15), 4, (9, 9), (1, 1), (1, 1), (4, 4, 4, 4)),   # float64 sums for int8 zp -128
 ]
+
+DIRECT_SHAPES = [
+    ((17, 17, 3), 32, (3, 3), (2, 2), (1, 1), (1, 1, 1, 1)),   # the stem, padded on every side
+    ((9, 11, 3), 24, (3, 3), (1, 1), (1, 1), (1, 1, 1, 1)),    # a half panel (16 + 8 channels)
+    ((5, 6, 2), 16, (3, 3), (1, 1), (2, 1), (2, 2, 1, 1)),     # rows dilated, columns not
+    ((4, 5, 3), 8, (7, 7), (1, 1), (1, 1), (3, 3, 3, 3)),      # no window wholly inside
+    ((6, 20, 1), 8, (1, 5), (3, 2), (1, 1), (0, 1, 5, 0)),     # a last row in the padding
+]
+"""Geometries that compiled.conv_rows_direct takes (fp32, output channels in eights, dilation
+1 along the width) besides SHAPES's first, second and ninth."""
 
 
 def _ids(geometry: tuple) -> str:
@@ -141,6 +152,30 @@ def test_fp32_bias_and_clamp_in_the_loop(geometry, clamped):
         y = case.graph.op("CLAMP", input=y, min_val=np.float32(-1.5), max_val=np.float32(2.25),
                           result=(F32, y.shape))
     _agree(case, y)
+
+
+@pytest.mark.skipif(not compiled.FLOAT_TILES, reason="the FMA tiles do not run on this CPU")
+@pytest.mark.parametrize("geometry", [SHAPES[0], SHAPES[1], SHAPES[8], *DIRECT_SHAPES], ids=_ids)
+@pytest.mark.parametrize("dtype", [F32, I8], ids=str)
+def test_windows_read_in_place(monkeypatch, geometry, dtype):
+    """The FMA tiles read each window straight from the input (conv_rows_direct), its taps in
+    the padding left out: fp32 with bias and CLAMP in the loop, int8 (its zero point
+    subtracted first) with its RESCALE."""
+    direct = []
+    init = conv._Conv.__init__
+
+    def spy(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        direct.append(self.direct_tiles)
+    monkeypatch.setattr(conv._Conv, "__init__", spy)
+    case = GraphCase(Graph(), description=f"conv {dtype}, windows in place")
+    if dtype == I8:
+        _agree(case, _rescaled(case, _conv(case, I8, *geometry, zero_point=-61), geometry[1]))
+    else:
+        y = _conv(case, F32, *geometry)
+        _agree(case, case.graph.op("CLAMP", input=y, min_val=np.float32(-1.5),
+                                   max_val=np.float32(2.25), result=(F32, y.shape)))
+    assert direct == [True]
 
 
 @pytest.mark.usefixtures("by_blocks")

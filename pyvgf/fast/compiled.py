@@ -43,6 +43,7 @@ from numba.core import cgutils
 from numba.core import config as numba_config
 from numba.core import types as nbtypes
 from numba.extending import intrinsic, overload
+from numpy.lib.stride_tricks import as_strided
 
 from . import (
     background,
@@ -1606,7 +1607,11 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
     high as fp32) with bias from `column`, + y's element where y has rows, and stored into
     out [M, N] from `column`. Every array fp32 and C-contiguous (y as out, or of no rows) but
     x, read with its strides (a transposed view: conv_blocks's patches), and w, whose rows may
-    be a panel of a larger weight's columns (float_panels)."""
+    be a panel of a larger weight's columns (float_panels).
+
+    x may also be [M, S, J] and w [S, J, W] (each read with its strides, w's last unit): the
+    input channels in S runs of J, each run read from its own place in memory, as
+    conv_rows_direct reads a convolution's window straight from its input image."""
 
     @intrinsic
     def tile(typingctx: object, x: object, first: object, w: object, at: object, column: object,
@@ -1620,9 +1625,19 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
             to_low = _broadcast(builder, builder.icmp_unsigned(
                 "!=", args[9], ir.Constant(args[9].type, 0)))
             added = builder.icmp_unsigned("!=", builder.extract_value(ya.shape, 0), _INDEX(0))
-            depth, w_width, width = (builder.extract_value(a.shape, 1) for a in (xa, wa, oa))
-            row_step, step = (builder.sdiv(builder.extract_value(xa.strides, i), _INDEX(4))
-                              for i in (0, 1))
+            width = builder.extract_value(oa.shape, 1)
+
+            def stride(array: Any, axis: int) -> ir.Value:
+                return builder.sdiv(builder.extract_value(array.strides, axis), _INDEX(4))
+
+            if signature.args[0].ndim == 3:  # runs of channels, each from its own place
+                runs, depth = (builder.extract_value(xa.shape, i) for i in (1, 2))
+                row_step, run_step, step = (stride(xa, i) for i in (0, 1, 2))
+                w_run, w_width = stride(wa, 0), stride(wa, 1)
+            else:
+                runs, run_step, w_run = _INDEX(1), _INDEX(0), _INDEX(0)
+                depth, w_width = (builder.extract_value(a.shape, 1) for a in (xa, wa))
+                row_step, step = stride(xa, 0), stride(xa, 1)
             fma = _intrinsic(builder, "llvm.fma.v8f32", _FLOAT, [_FLOAT] * 3)
 
             def at(array: Any, offset: ir.Value) -> ir.Value:
@@ -1632,11 +1647,14 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
                     for _ in range(rows)]
             inputs = [builder.gep(xa.data, [builder.mul(builder.add(start, _INDEX(r)),
                                                          row_step)]) for r in range(rows)]
-            with cgutils.for_range(builder, depth) as loop:
-                row = builder.add(builder.mul(loop.index, w_width), w_col)
+            with cgutils.for_range(builder, runs) as run, \
+                    cgutils.for_range(builder, depth) as loop:
+                row = builder.add(builder.add(builder.mul(run.index, w_run),
+                                              builder.mul(loop.index, w_width)), w_col)
                 weights = [builder.load(at(wa, builder.add(row, _INDEX(FLOAT_LANES * c))),
                                         align=4) for c in range(chunks)]
-                channel = builder.mul(loop.index, step)
+                channel = builder.add(builder.mul(run.index, run_step),
+                                      builder.mul(loop.index, step))
                 for r in range(rows):
                     value = _broadcast(builder, builder.load(builder.gep(inputs[r], [channel])))
                     for c in range(chunks):
@@ -2410,6 +2428,84 @@ def conv_blocks(x: np.ndarray, zero_point: float, w: np.ndarray, kh: int, kw: in
             _finished_product(patches, w, out, bias, low, high, nan_to_low, out[:0])
         else:
             _gemm(patches, w, out)
+
+
+@_inlined
+def _direct_row(x: np.ndarray, panels: np.ndarray, kh: int, kw: int, pad_top: int,
+                pad_left: int, stride_y: int, stride_x: int, dilation_y: int, b: int, oy: int,
+                line: np.ndarray, bias: np.ndarray, low: float, high: float,
+                nan_to_low: bool) -> None:
+    """Output row oy of image b of conv_rows_direct's convolution into line [OW, OC],
+    finished as _finish_rows says: each output's window read straight from x by the FMA
+    tiles as KH runs of KW * IC channels, the taps in the padding left out (a window's rows
+    outside x by fewer runs, an output at the left or right edge by a shorter run and the
+    weights' rows of its taps inside), as the specification skips them."""
+    n, height, width, channels = x.shape
+    columns, run, item = line.shape[0], kw * channels, x.itemsize
+    flat = x.reshape(-1)
+    weights = panels.reshape(panels.shape[0], kh, run, PANEL)
+    first = min(columns, -(-pad_left // stride_x))  # the outputs whose taps are all inside
+    stop = max(first, min(columns, (width - kw + pad_left) // stride_x + 1))
+    top = oy * stride_y - pad_top
+    ky0 = min(kh, -(-max(0, -top) // dilation_y))
+    ky1 = max(ky0, min(kh, (height - 1 - top) // dilation_y + 1))
+    pixel = ((b * height + top + ky0 * dilation_y) * width - pad_left) if ky1 > ky0 else 0
+    taps = weights[:, ky0:ky1]
+    if stop > first:
+        window = as_strided(flat[max(0, pixel + first * stride_x) * channels:],
+                            (stop - first, ky1 - ky0, run),
+                            (stride_x * channels * item, dilation_y * width * channels * item,
+                             item))
+        _panel_product(window, taps, 0, panels.shape[0], line[first:stop], bias, low, high,
+                       nan_to_low, line[:0])
+    for ox in range(columns):
+        if first <= ox < stop:
+            continue
+        left = ox * stride_x
+        kx0 = min(kw, max(0, pad_left - left))
+        kx1 = max(kx0, min(kw, width + pad_left - left))
+        at = max(0, pixel + left + kx0) if kx1 > kx0 else 0
+        window = as_strided(flat[at * channels:], (1, ky1 - ky0, (kx1 - kx0) * channels),
+                            (item, dilation_y * width * channels * item, item))
+        _panel_product(window, taps[:, :, kx0 * channels:kx1 * channels], 0, panels.shape[0],
+                       line[ox:ox + 1], bias, low, high, nan_to_low, line[:0])
+
+
+@_RowLoop
+def conv_rows_direct(x: np.ndarray, panels: np.ndarray, kh: int, kw: int, pad_top: int,
+                     pad_left: int, stride_y: int, stride_x: int, dilation_y: int,
+                     out: np.ndarray, bias: np.ndarray, low: float, high: float,
+                     nan_to_low: bool) -> None:
+    """A 2-D convolution of fp32 x [N, H, W, IC] (C-contiguous), of dilation 1 along the
+    width, by its weight as float_panels [P, KH * KW * IC, PANEL] (taps in KH, KW, IC order)
+    into out [N, OH, OW, OC], each output + bias[c] and clamped as _bias_clamp_row says: an
+    output row at a time (_direct_row), no patches gathered."""
+    n, rows = out.shape[0], out.shape[1]
+    for j in prange(n * rows):
+        _direct_row(x, panels, kh, kw, pad_top, pad_left, stride_y, stride_x, dilation_y,
+                    j // rows, j % rows, out[j // rows, j % rows], bias, low, high, nan_to_low)
+
+
+@_RowLoop
+def conv_rows_direct_rescaled(x: np.ndarray, panels: np.ndarray, kh: int, kw: int,
+                              pad_top: int, pad_left: int, stride_y: int, stride_x: int,
+                              dilation_y: int, out: np.ndarray, offset: np.ndarray,
+                              multiplier: np.ndarray, shift: np.ndarray, output_zp: int,
+                              low: int, high: int, double_round: bool) -> None:
+    """conv_rows_direct's sums (x less its zero point, exact integers in fp32) of each output
+    row + offset wrapped to int32 and rescaled into out [N, OH, OW, OC] as _rescale_block
+    does, while they are in cache."""
+    n, rows, columns, channels = out.shape
+    rescale = (offset, multiplier, shift, output_zp, low, high, double_round)
+    lanes = _lanes(rescale)
+    zeros = np.zeros(channels, np.float32)
+    for j in prange(n * rows):
+        b, oy = j // rows, j % rows
+        acc = _aligned((columns, channels), np.float32)
+        _direct_row(x, panels, kh, kw, pad_top, pad_left, stride_y, stride_x, dilation_y, b,
+                    oy, acc, zeros, -np.inf, np.inf, False)
+        _rescale_block(acc, columns, rescale, lanes, out[b].reshape(-1, channels),
+                       oy * columns)
 
 
 @_RowLoop

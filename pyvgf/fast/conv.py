@@ -39,6 +39,8 @@ from . import compiled, kernels, memory, threads
 from .compiled import (
     conv_blocks,
     conv_blocks_rescaled,
+    conv_rows_direct,
+    conv_rows_direct_rescaled,
     depthwise_gemm_rows,
     depthwise_gemm_rows_packed,
     depthwise_rows,
@@ -298,6 +300,14 @@ class _Conv:
             self.blocks = (dtype.type(self.izp), self.wmat, *self.kernel, self.pads[0][0],
                            self.pads[1][0], *self.stride, *self.dilation,
                            max(1, BLOCK_OUTPUTS // self.out_size[1]))
+        self.direct_tiles = (
+            self.blocks is not None and compiled.FLOAT_TILES and dtype == F32
+            and self.dilation[1] == 1 and self.oc % compiled.FLOAT_LANES == 0
+            and (self.how.finish is not None and np.dtype(in_dtype) == F32
+                 or self.how.rescale is not None and np.dtype(in_dtype) == I8))
+        """Whether compiled.conv_rows_direct makes the result rather than conv_blocks: its sums
+        in fp32 (exact, for int8) on the FMA tiles, dilation 1 along the width, output channels
+        in eights, then a bias and clamp (fp32) or a RESCALE (int8, conv_rows_direct_rescaled)."""
 
     @functools.cached_property
     def panels(self) -> np.ndarray:
@@ -316,6 +326,19 @@ class _Conv:
 
     def _result(self, input: np.ndarray, residual: np.ndarray | None) -> tuple[np.ndarray, bool]:
         """The result, and whether `residual` was added to it."""
+        if self.direct_tiles:
+            x = np.subtract(input, self.izp, dtype=F32) if self.izp else np.ascontiguousarray(input, F32)
+            window = (x, self.panels, *self.kernel, self.pads[0][0], self.pads[1][0],
+                      *self.stride, self.dilation[0])
+            result = _Result(self.how)
+            if self.how.finish is None:
+                into = result.rescale_target()
+                conv_rows_direct_rescaled(*window, into, *self.how.rescale)  # type: ignore[misc]
+                return result.rescaled(into), False
+            bias, low, high, nan_to_low = self.how.finish
+            conv_rows_direct(*window, result.array, bias, F32.type(low), F32.type(high),
+                             nan_to_low)
+            return result.array, False
         if self.blocks is not None:
             # The patches are read in the compute type: int8 converted as it is read took 1.8x
             # as long to gather (MobileNetV2's stem) as float32, converted first in one pass.
