@@ -374,8 +374,9 @@ def test_a_residual_add_whose_loop_is_not_compiled_yet_runs_the_reference_ops(pr
     case = GraphCase(Graph(), description=f"{producer} + residual add")
     case.graph.output(_conv_add(case, (9, 7), 24, 1) if producer == "conv" else _matmul_add(case, 40, 24))
     (tmp_path / "case.vgf").write_bytes(case.to_vgf())
-    # A 1x1 convolution's weight is panels where the fp32 tiles run (kernels.gemm_call).
-    loop = "gemm_panels" if producer == "conv" and compiled.FLOAT_TILES else "gemm_rows"
+    # A 1x1 convolution's or a MATMUL's constant weight is panels where the fp32 tiles run
+    # (kernels.tile_weight).
+    loop = "gemm_panels" if compiled.FLOAT_TILES else "gemm_rows"
     _meanwhile(kernels, loop, case.random_inputs(3), tmp_path, monkeypatch)
 
 
@@ -402,6 +403,29 @@ def test_a_projection_its_bias_and_a_residual_add_run_as_one_gemm(rows, columns,
     case.graph.output(_matmul_add(case, rows, columns))
     assert _fused(case, tmp_path) == [("MATMUL", "ADD", "ADD")]
     _agree(case)
+
+
+@pytest.mark.skipif(not compiled.FLOAT_TILES, reason="the FMA tiles do not run on this CPU")
+@pytest.mark.parametrize("after", ["", "CLAMP", "ADD"])
+def test_a_product_by_a_constant_weight_runs_on_its_panels(after, monkeypatch):
+    """MATMUL [1, 40, 16] @ constant [1, 16, 24], alone, before a CLAMP or before a bias ADD:
+    its weight laid out once as panels (kernels.tile_weight), the product on the FMA tiles."""
+    calls = []
+    loop = kernels.gemm_panels
+    monkeypatch.setattr(kernels, "gemm_panels", lambda *args: calls.append(1) or loop(*args))
+    case = GraphCase(Graph(), description=f"matmul by a constant, then {after or 'nothing'}")
+    g, shape = case.graph, (1, 40, 24)
+    y = g.op("MATMUL", A=case.input(F32, (1, 40, 16)),
+             B=np.random.default_rng(5).standard_normal((1, 16, 24)).astype(F32),
+             A_zp=np.zeros(1, F32), B_zp=np.zeros(1, F32), result=(F32, shape))
+    if after == "CLAMP":
+        y = g.op("CLAMP", input=y, min_val=np.float32(-1), max_val=np.float32(1.5),
+                 result=(F32, shape))
+    elif after == "ADD":
+        y = g.op("ADD", input1=y, input2=np.full((1, 1, 24), 0.25, F32), result=(F32, shape))
+    case.graph.output(y)
+    _agree(case)
+    assert calls
 
 
 def test_a_projections_residual_made_after_it_runs_op_by_op(tmp_path):

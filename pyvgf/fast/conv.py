@@ -70,6 +70,7 @@ from .kernels import (
     prepared,
     scalar,
     split_gemm_rescaled,
+    tile_weight,
 )
 from .registry import fast_op
 
@@ -213,16 +214,6 @@ def _finish(acc: np.ndarray, bias: np.ndarray, out_dtype: np.dtype) -> np.ndarra
     return out
 
 
-def _panels(matrix: np.ndarray) -> np.ndarray:
-    """An fp32 weight matrix [K, N] as compiled.float_panels lays it out, made once (read-only,
-    on a cache line), where the FMA tiles run here and N is a multiple of their vectors' eight
-    lanes; else the matrix itself."""
-    if not compiled.FLOAT_TILES or matrix.shape[1] % compiled.FLOAT_LANES:
-        return matrix
-    return prepared(matrix, "float panels",
-                    lambda: memory.aligned(compiled.float_panels(matrix), readonly=True))
-
-
 def _conv_matrix(w: np.ndarray) -> np.ndarray:
     return w.reshape(w.shape[0], -1).T
 
@@ -311,9 +302,9 @@ class _Conv:
 
     @functools.cached_property
     def panels(self) -> np.ndarray:
-        """The weight matrix as the fp32 FMA tiles read it (_panels), where they run on this
-        CPU (compiled.FLOAT_TILES) and the product is fp32; else wmat."""
-        return _panels(self.wmat) if self.dtype == F32 else self.wmat
+        """The weight matrix as the fp32 FMA tiles read it (kernels.tile_weight) where the
+        product is fp32; else wmat."""
+        return tile_weight(self.wmat) if self.dtype == F32 else self.wmat
 
     def __call__(self, input: np.ndarray, residual: np.ndarray | None = None) -> np.ndarray:
         """The result; with `residual` (of a float result's shape and type), the result +

@@ -252,12 +252,23 @@ def split_gemm(a: np.ndarray, b: np.ndarray, out: np.ndarray,
     return True
 
 
+def tile_weight(matrix: np.ndarray) -> np.ndarray:
+    """A constant fp32 weight matrix [K, N] as the FMA tiles read it (compiled.float_panels),
+    made once (read-only, on a cache line), where they run here (compiled.FLOAT_TILES) and N
+    is a multiple of their vectors' eight lanes; else the matrix itself."""
+    if not compiled.FLOAT_TILES or matrix.shape[1] % compiled.FLOAT_LANES:
+        return matrix
+    return prepared(matrix, "float panels",
+                    lambda: aligned(compiled.float_panels(matrix), readonly=True))
+
+
 def biased_product(a: np.ndarray, b: np.ndarray, bias: np.ndarray,
                    residual: np.ndarray | None = None) -> np.ndarray:
-    """a @ b + bias (+ residual, where given) for fp32 a [1, H, C], b [C, W], bias [W] and
-    residual [1, H, W]: the bias, then the residual, added to each block of the GEMM as it is
-    made where split_gemm applies, else after numpy's product, in the same order."""
-    out = np.empty((1, a.shape[1], b.shape[1]), F32)
+    """a @ b + bias (+ residual, where given) for fp32 a [1, H, C], b [C, W] (or its
+    tile_weight), bias [W] and residual [1, H, W]: the bias, then the residual, added to each
+    block of the GEMM as it is made where split_gemm applies, else after numpy's product, in
+    the same order."""
+    out = np.empty((1, a.shape[1], bias.shape[0]), F32)
     if not split_gemm(np.ascontiguousarray(a[0]), b, out[0], (bias, -np.inf, np.inf, False),
                       None if residual is None else residual[0]):
         np.matmul(a[0], b, out=out[0])

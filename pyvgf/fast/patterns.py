@@ -32,7 +32,7 @@ from ..tosa.interpreter import Known, Planned, Slot
 from ..tosa.type_conversion import DOUBLE_ROUND
 from . import conv
 from .compiled import gelu_rows, layer_norm_rows, residual_rows, softmax_rows
-from .kernels import NO_RESCALE, Rescale, biased_product
+from .kernels import NO_RESCALE, Rescale, biased_product, tile_weight
 from .registry import FastOpDef
 from .rescale import _rescaling
 
@@ -680,7 +680,8 @@ def _clamp_bounds(steps: Steps, i: int) -> tuple[conv.Bounds, int]:
 def _matmul_add(steps: Steps, i: int) -> Found | None:
     """MATMUL [1, H, C] @ constant [1, C, W] -> ADD of a bias per column -> ADD(that, y), in
     fp32, y as _conv_add takes it: a transformer's projection and its residual, made as one
-    GEMM whose blocks get the bias, then y, as each is finished (kernels.split_gemm)."""
+    GEMM whose blocks get the bias, then y, as each is finished (kernels.split_gemm; on the
+    FMA tiles where kernels.tile_weight lays the weight out for them)."""
     p = steps.planned[i]
     a, b = steps.arg(i, "A"), steps.arg(i, "B")
     if steps.op(i) != "MATMUL" or not steps.f32(i) or not isinstance(a, Slot) \
@@ -693,7 +694,7 @@ def _matmul_add(steps: Steps, i: int) -> Found | None:
     y = _residual_operand(steps, i, add)
     if y is None:
         return None
-    matrix = np.asarray(b.value)[0]
+    matrix = tile_weight(np.asarray(b.value)[0])
 
     def matmul_add(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         return biased_product(x, matrix, bias, y)

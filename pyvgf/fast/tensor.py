@@ -12,7 +12,7 @@ import numpy as np
 from ..tosa._common import F32, is_float, scalar
 from ..tosa.interpreter import Known
 from ..types import TensorType
-from .kernels import biased_product, exact_dtype, gemm, max_offset
+from .kernels import biased_product, exact_dtype, gemm, max_offset, tile_weight
 from .patterns import per_column
 from .registry import fast_op
 
@@ -50,17 +50,24 @@ def _matmul_prepare(*, A: np.ndarray | TensorType, B: np.ndarray | TensorType, A
                     B_zp: np.ndarray, result_dtype: np.dtype, epilogue: object = None
                     ) -> Callable[..., np.ndarray] | None:
     """For one fp32 product ([1, H, C] @ [1, C, W]) whose epilogue starts with an ADD of one
-    value per column: the product with that ADD made in each block of rows or columns as it
-    is made (kernels.biased_product), then the rest of the epilogue; None otherwise."""
+    value per column, or whose B is a constant the FMA tiles take (kernels.tile_weight): the
+    product with that ADD (or none) made in each block of rows or columns as it is made
+    (kernels.biased_product), then the rest of the epilogue; None otherwise."""
     columns = B.shape[-1]
     bias = _bias(epilogue, columns)
-    if bias is None or A.shape[0] != 1 or np.dtype(result_dtype) != F32 \
-            or any(x.dtype != F32 for x in (A, B)):  # type: ignore[union-attr]
+    if A.shape[0] != 1 or np.dtype(result_dtype) != F32 or any(x.dtype != F32 for x in (A, B)):  # type: ignore[union-attr]
         return None
+    weight = tile_weight(B[0]) if isinstance(B, np.ndarray) else None
+    if bias is None and (weight is None or weight.ndim != 3):
+        return None
+    added = np.zeros(columns, F32) if bias is None else bias
 
     def run(**operands: np.ndarray) -> np.ndarray:
-        a, b = operands.get("A", A), operands.get("B", B)
-        return epilogue.rest(biased_product(a, b[0], bias))  # type: ignore[union-attr, index]
+        a = operands.get("A", A)
+        product = biased_product(a, operands["B"][0] if weight is None else weight, added)  # type: ignore[arg-type]
+        if epilogue is None:
+            return product
+        return epilogue(product) if bias is None else epilogue.rest(product)  # type: ignore[operator, attr-defined]
     return run
 
 
