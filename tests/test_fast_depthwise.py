@@ -171,7 +171,7 @@ def _windows_sums(x: np.ndarray, zero_point, w: np.ndarray) -> np.ndarray:
     return np.einsum("wcij,ijc->wc", windows, w.astype(np.float64))
 
 
-@pytest.mark.skipif(not compiled.WINDOW_LANES, reason="the loop runs where the CPU has AVX2 but not AVX-512")
+@pytest.mark.skipif(not compiled.WINDOW_LANES, reason="the loop runs where the CPU has AVX2, without Intel's AVX-512")
 def test_the_vector_windows_take_the_layers_they_are_for():
     """The loop naming its vectors makes every channel of an int8 layer (int32 taps) and of an
     fp32 one, finished or not, and declines what the older loops make (it returns 0): an

@@ -1319,16 +1319,18 @@ def _columns(scale: tuple, first: int) -> tuple:
             scale[6])
 
 
-def _window_lanes(features: set[str]) -> int:
-    """The lanes of a vector of _WINDOWS_3X3 in code that may use `features` (_features's): 8
-    with AVX2 but not AVX-512, else none (the loop is then not used). On a 16-core Xeon with
-    AVX-512 VNNI, in sixteen lanes, int8 MobileNetV2 took 1.06x the time on one thread (Arm's
-    too; two rounds against 84bc883), so LLVM's loops over the channels stay there, as they
-    stay for the RESCALEs."""
-    return 8 if "avx2" in features and "avx512f" not in features else 0
+def _window_lanes(features: set[str], cpu: str) -> int:
+    """The lanes of a vector of _WINDOWS_3X3 in code that may use `features` on the CPU LLVM
+    calls `cpu`: 8 with AVX2 where _own_vectors says, else none (the loop is then not used).
+    On a 16-core Xeon with AVX-512 VNNI, in sixteen lanes, int8 MobileNetV2 took 1.06x the time
+    on one thread (Arm's too; two rounds against 84bc883), so LLVM's loops over the channels
+    stay there, as they stay for the RESCALEs. On Zen 4, in eight lanes, fp32 MobileNetV2's
+    56 x 56 x 24 -> 144 -> 24 depthwise + 1x1 step took 0.72x the time alone on one thread
+    (0.76x on two), the 112 x 112 x 96 stride-2 one 0.92x (0.95x)."""
+    return 8 if "avx2" in features and _own_vectors(features, cpu) else 0
 
 
-WINDOW_LANES = _window_lanes(_FEATURES)
+WINDOW_LANES = _window_lanes(_FEATURES, _CPU)
 
 
 @contextmanager
