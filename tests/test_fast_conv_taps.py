@@ -60,8 +60,9 @@ def _ids(geometry: tuple) -> str:
 
 def _conv(case: GraphCase, dtype: np.dtype, shape: tuple, oc: int, kernel: tuple,
           stride: tuple, dilation: tuple, pad: tuple, zero_point: int = 0,
-          weight: np.ndarray | None = None, batch: int = 1):
-    """A CONV2D of a new input; its result Value."""
+          weight: np.ndarray | None = None, batch: int = 1, transposed: bool = False):
+    """A CONV2D of a new input (with `transposed`, of the TRANSPOSE of an NCHW input: a view
+    whose channels are not contiguous); its result Value."""
     (h, w, ic), (kh, kw) = shape, kernel
     rng = np.random.default_rng(h * 100 + w * 10 + ic)
     integer = dtype.kind == "i"
@@ -75,6 +76,9 @@ def _conv(case: GraphCase, dtype: np.dtype, shape: tuple, oc: int, kernel: tuple
     oh = (h - 1 + pad[0] + pad[1] - (kh - 1) * dilation[0]) // stride[0] + 1
     ow = (w - 1 + pad[2] + pad[3] - (kw - 1) * dilation[1]) // stride[1] + 1
     x = case.input(dtype, (batch, h, w, ic))
+    if transposed:
+        x = case.graph.op("TRANSPOSE", input1=case.input(dtype, (batch, ic, h, w)),
+                          perms=[0, 2, 3, 1], result=(dtype, (batch, h, w, ic)))
     return case.graph.op(
         "CONV2D", input=x, weight=weight, bias=bias, input_zp=np.array([zero_point], dtype),
         weight_zp=np.array([0], weight.dtype), pad=pad, stride=stride, dilation=dilation,
@@ -157,10 +161,11 @@ def test_fp32_bias_and_clamp_in_the_loop(geometry, clamped):
 @pytest.mark.skipif(not compiled.FLOAT_TILES, reason="the FMA tiles do not run on this CPU")
 @pytest.mark.parametrize("geometry", [SHAPES[0], SHAPES[1], SHAPES[8], *DIRECT_SHAPES], ids=_ids)
 @pytest.mark.parametrize("dtype", [F32, I8], ids=str)
-def test_windows_read_in_place(monkeypatch, geometry, dtype):
+@pytest.mark.parametrize("transposed", [False, True], ids=["nhwc", "transposed"])
+def test_windows_read_in_place(monkeypatch, geometry, dtype, transposed):
     """The FMA tiles read each window straight from the input (conv_rows_direct), its taps in
     the padding left out: fp32 with bias and CLAMP in the loop, int8 (its zero point
-    subtracted first) with its RESCALE."""
+    subtracted first) with its RESCALE; the input as given or a transposed view of one."""
     direct = []
     init = conv._Conv.__init__
 
@@ -170,9 +175,10 @@ def test_windows_read_in_place(monkeypatch, geometry, dtype):
     monkeypatch.setattr(conv._Conv, "__init__", spy)
     case = GraphCase(Graph(), description=f"conv {dtype}, windows in place")
     if dtype == I8:
-        _agree(case, _rescaled(case, _conv(case, I8, *geometry, zero_point=-61), geometry[1]))
+        y = _conv(case, I8, *geometry, zero_point=-61, transposed=transposed)
+        _agree(case, _rescaled(case, y, geometry[1]))
     else:
-        y = _conv(case, F32, *geometry)
+        y = _conv(case, F32, *geometry, transposed=transposed)
         _agree(case, case.graph.op("CLAMP", input=y, min_val=np.float32(-1.5),
                                    max_val=np.float32(2.25), result=(F32, y.shape)))
     assert direct == [True]

@@ -171,6 +171,16 @@ def _windows_sums(x: np.ndarray, zero_point, w: np.ndarray) -> np.ndarray:
     return np.einsum("wcij,ijc->wc", windows, w.astype(np.float64))
 
 
+@pytest.mark.parametrize("features, cpu, lanes", [
+    ({"avx2", "fma"}, "znver3", 8),
+    ({"avx2", "fma", "avx512f"}, "cascadelake", 0),
+    ({"avx2", "fma", "avx512f"}, "znver4", 8),
+    ({"sse4.2"}, "", 0),
+])
+def test_the_vector_windows_run_with_avx2_but_not_intels_avx512(features, cpu, lanes):
+    assert compiled._window_lanes(features, cpu) == lanes
+
+
 @pytest.mark.skipif(not compiled.WINDOW_LANES, reason="the loop runs where the CPU has AVX2, without Intel's AVX-512")
 def test_the_vector_windows_take_the_layers_they_are_for():
     """The loop naming its vectors makes every channel of an int8 layer (int32 taps) and of an

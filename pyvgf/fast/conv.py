@@ -318,7 +318,8 @@ class _Conv:
     def _result(self, input: np.ndarray, residual: np.ndarray | None) -> tuple[np.ndarray, bool]:
         """The result, and whether `residual` was added to it."""
         if self.direct_tiles:
-            x = np.subtract(input, self.izp, dtype=F32) if self.izp else np.ascontiguousarray(input, F32)
+            x = (np.subtract(input, self.izp, dtype=F32, order="C") if self.izp
+                 else np.ascontiguousarray(input, F32))
             window = (x, self.panels, *self.kernel, self.pads[0][0], self.pads[1][0],
                       *self.stride, self.dilation[0])
             result = _Result(self.how)
