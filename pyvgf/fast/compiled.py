@@ -1737,18 +1737,31 @@ def _tile_rows(x: np.ndarray, top: int, end: int, w: np.ndarray, at: int, column
                wide: bool, out: np.ndarray, bias: np.ndarray, low: float, high: float,
                nan_to_low: bool, residual: np.ndarray) -> None:
     """Rows top..end of out's PANEL columns from `column` (FLOAT_LANES where not `wide`) =
-    x @ w's from `at`, finished, by the tiles: _FLOAT_ROWS rows at a time, then one by one."""
+    x @ w's from `at`, finished, by the tiles: _FLOAT_ROWS rows at a time; then two to five
+    rows left by one more tile over out's last _FLOAT_ROWS rows up to `end`, where it has
+    that many (rows made before made again, to the same values: out is neither x nor y),
+    else one by one. A row alone makes each of its sums a chain of dependent multiply-adds,
+    where a tile keeps twelve going at once."""
     full = end - (end - top) % _FLOAT_ROWS
+    again = end - full > 1 and end >= _FLOAT_ROWS
     if wide:
         for row in range(top, full, _FLOAT_ROWS):
             _FLOAT_6X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
-        for row in range(full, end):
-            _FLOAT_1X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
+        if again:
+            _FLOAT_6X2(x, end - _FLOAT_ROWS, w, at, column, out, bias, low, high, nan_to_low,
+                       residual)
+        else:
+            for row in range(full, end):
+                _FLOAT_1X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
     else:
         for row in range(top, full, _FLOAT_ROWS):
             _FLOAT_6X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
-        for row in range(full, end):
-            _FLOAT_1X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
+        if again:
+            _FLOAT_6X1(x, end - _FLOAT_ROWS, w, at, column, out, bias, low, high, nan_to_low,
+                       residual)
+        else:
+            for row in range(full, end):
+                _FLOAT_1X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
 
 
 PANEL = 2 * FLOAT_LANES
