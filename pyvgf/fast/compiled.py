@@ -1744,24 +1744,19 @@ def _tile_rows(x: np.ndarray, top: int, end: int, w: np.ndarray, at: int, column
     where a tile keeps twelve going at once."""
     full = end - (end - top) % _FLOAT_ROWS
     again = end - full > 1 and end >= _FLOAT_ROWS
+    tiles, alone = (full - top) // _FLOAT_ROWS + again, end if again else full
     if wide:
-        for row in range(top, full, _FLOAT_ROWS):
-            _FLOAT_6X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
-        if again:
-            _FLOAT_6X2(x, end - _FLOAT_ROWS, w, at, column, out, bias, low, high, nan_to_low,
-                       residual)
-        else:
-            for row in range(full, end):
-                _FLOAT_1X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
+        for i in range(tiles):  # (the last one back to end - _FLOAT_ROWS where `again`)
+            _FLOAT_6X2(x, min(top + _FLOAT_ROWS * i, end - _FLOAT_ROWS), w, at, column, out,
+                       bias, low, high, nan_to_low, residual)
+        for row in range(alone, end):
+            _FLOAT_1X2(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
     else:
-        for row in range(top, full, _FLOAT_ROWS):
-            _FLOAT_6X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
-        if again:
-            _FLOAT_6X1(x, end - _FLOAT_ROWS, w, at, column, out, bias, low, high, nan_to_low,
-                       residual)
-        else:
-            for row in range(full, end):
-                _FLOAT_1X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
+        for i in range(tiles):
+            _FLOAT_6X1(x, min(top + _FLOAT_ROWS * i, end - _FLOAT_ROWS), w, at, column, out,
+                       bias, low, high, nan_to_low, residual)
+        for row in range(alone, end):
+            _FLOAT_1X1(x, row, w, at, column, out, bias, low, high, nan_to_low, residual)
 
 
 PANEL = 2 * FLOAT_LANES
