@@ -174,10 +174,10 @@ def _windows_sums(x: np.ndarray, zero_point, w: np.ndarray) -> np.ndarray:
 @pytest.mark.parametrize("features, cpu, lanes", [
     ({"avx2", "fma"}, "znver3", 8),
     ({"avx2", "fma", "avx512f"}, "cascadelake", 0),
-    ({"avx2", "fma", "avx512f"}, "znver4", 8),
+    ({"avx2", "fma", "avx512f"}, "znver4", 16),
     ({"sse4.2"}, "", 0),
 ])
-def test_the_vector_windows_run_with_avx2_but_not_intels_avx512(features, cpu, lanes):
+def test_the_vector_windows_run_with_avx2_or_amds_avx512_but_not_intels(features, cpu, lanes):
     assert compiled._window_lanes(features, cpu) == lanes
 
 
@@ -185,9 +185,11 @@ def test_the_vector_windows_run_with_avx2_but_not_intels_avx512(features, cpu, l
 def test_the_vector_windows_take_the_layers_they_are_for():
     """The loop naming its vectors makes every channel of an int8 layer (int32 taps) and of an
     fp32 one, finished or not, and declines what the older loops make (it returns 0): an
-    integer layer with a bias, a float zero point other than 0, a bias of another type."""
+    integer layer with a bias, a float zero point other than 0, a bias of another type. Its
+    channels come in whole vectors of each width it has (24 on AVX-512: one of 16, one of 8);
+    the rest it leaves, and says so."""
     rng = np.random.default_rng(3)
-    channels = 2 * compiled.WINDOW_LANES
+    channels = compiled.WINDOW_LANES + 8
     x8 = rng.integers(-128, 128, (1, 3, 6, channels), dtype=np.int8)
     w32 = rng.integers(-255, 256, (3, 3, channels)).astype(np.int32)
     out = np.empty((4, channels), np.int32)
@@ -203,4 +205,10 @@ def test_the_vector_windows_take_the_layers_they_are_for():
     assert _vector_windows(xf, np.float32(0), wf, outf, (bias, np.float32(0), np.float32(1), False)) == channels
     np.testing.assert_allclose(outf, np.clip(_windows_sums(xf, 0, wf) + bias, 0, 1), rtol=1e-5, atol=1e-5)
     assert _vector_windows(xf, np.float32(0.5), wf, outf, (bias[:0], np.float32(0), np.float32(1), False)) == 0
+    more = rng.standard_normal((1, 3, 6, channels + 4)).astype(np.float32)
+    wider = np.full((4, channels + 4), np.nan, np.float32)
+    assert _vector_windows(more, np.float32(0), np.ascontiguousarray(np.pad(wf, ((0, 0), (0, 0), (0, 4)))),
+                           wider, (bias[:0], np.float32(0), np.float32(1), False)) == channels
+    np.testing.assert_allclose(wider[:, :channels], _windows_sums(more[..., :channels], 0, wf), rtol=1e-5, atol=1e-5)
+    assert np.isnan(wider[:, channels:]).all()
     assert _vector_windows(xf, np.float32(0), wf, outf, (np.ones(channels, np.int32), 0, 1, False)) == 0

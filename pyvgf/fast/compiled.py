@@ -1321,16 +1321,21 @@ def _columns(scale: tuple, first: int) -> tuple:
 
 def _window_lanes(features: set[str], cpu: str) -> int:
     """The lanes of a vector of _WINDOWS_3X3 in code that may use `features` on the CPU LLVM
-    calls `cpu`: 8 with AVX2 where _own_vectors says, else none (the loop is then not used).
-    On a 16-core Xeon with AVX-512 VNNI, in sixteen lanes, int8 MobileNetV2 took 1.06x the time
-    on one thread (Arm's too; two rounds against 84bc883), so LLVM's loops over the channels
-    stay there, as they stay for the RESCALEs. On Zen 4, in eight lanes, fp32 MobileNetV2's
-    56 x 56 x 24 -> 144 -> 24 depthwise + 1x1 step took 0.72x the time alone on one thread
-    (0.76x on two), the 112 x 112 x 96 stride-2 one 0.92x (0.95x)."""
-    return 8 if "avx2" in features and _own_vectors(features, cpu) else 0
+    calls `cpu`: where _own_vectors says, 16 with AVX-512 (AMD's: half the instructions of
+    8-lane vectors for the same work, and no lower clock) and 8 with AVX2; else none (the loop
+    is then not used). On a 16-core Xeon with AVX-512 VNNI, in sixteen lanes, int8 MobileNetV2
+    took 1.06x the time on one thread (Arm's too; two rounds against 84bc883), so LLVM's loops
+    over the channels stay there, as they stay for the RESCALEs. On Zen 4, in eight lanes, fp32
+    MobileNetV2's 56 x 56 x 24 -> 144 -> 24 depthwise + 1x1 step took 0.72x the time alone on
+    one thread (0.76x on two), the 112 x 112 x 96 stride-2 one 0.92x (0.95x)."""
+    if not ("avx2" in features and _own_vectors(features, cpu)):
+        return 0
+    return 16 if "avx512f" in features else 8
 
 
 WINDOW_LANES = _window_lanes(_FEATURES, _CPU)
+_WINDOW_GROUPS = tuple(lanes for lanes in (16, 8) if lanes <= WINDOW_LANES)
+"""The vector widths _WINDOWS_3X3 takes its channels in, widest first."""
 
 
 @contextmanager
@@ -1375,14 +1380,15 @@ ALL_TAPS = (1 << 9) - 1
 def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel: object,
                  step: object, zero_point: object, w: object, out: object, count: object,
                  taps: object, finish: object) -> tuple[object, Callable[..., object]]:
-    """out[i, c] for i < count and the whole groups of WINDOW_LANES channels c of out
+    """out[i, c] for i < count and the channels c of out
     [count, C] (unit strides along its rows): the sum over the taps (ky, kx) of a 3x3 window
     that `taps` holds (bit 3 * ky + kx; the others are padding, never read) of
     (x[at + ky * row + kx * pixel] - zero_point) * w[ky, kx, c], where at = first + i * step
     + c indexes the C-contiguous x flat; floats then finished as _bias_clamp_row does where
     `finish` (bias, low, high, nan_to_low) has a bias. Returns the channels made: none for
     other types, where WINDOW_LANES is 0, for a float zero point other than 0 (a float
-    tensor's is 0) or an integer one with a bias. Each group's nine weight vectors stay in
+    tensor's is 0) or an integer one with a bias; channels are taken in whole vectors of
+    _WINDOW_GROUPS's widths, the rest left. Each group's nine weight vectors stay in
     registers while the window slides along the row: about 30 instructions per eight int8
     channels, against about 50 with 18 pointers reloaded from the stack as the loop over
     channels of _span_3x3 compiled. Integers: zero_point * the taps' sum is taken once per
@@ -1394,10 +1400,8 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
                         for i in (0, 6, 7))
         _, first_, row_, pixel_, step_, zero_point_, _, _, count_, taps_, finish_ = args
         element = ws.data.type.pointee
-        vector = ir.VectorType(element, WINDOW_LANES)
         floats = not isinstance(element, ir.IntType)
-        lanes = _INDEX(WINDOW_LANES)
-        groups = builder.sdiv(builder.extract_value(outs.shape, 1), lanes)
+        channels = builder.extract_value(outs.shape, 1)
         w_steps = [builder.sdiv(builder.extract_value(ws.strides, k), _INDEX(4)) for k in (0, 1)]
         out_step = builder.sdiv(builder.extract_value(outs.strides, 0), _INDEX(4))
         offsets = [builder.add(builder.mul(_INDEX(ky), row_), builder.mul(_INDEX(kx), pixel_))
@@ -1405,98 +1409,106 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
         mask = context.cast(builder, taps_, signature.args[9], nbtypes.int64)
         held = [builder.icmp_signed("!=", builder.and_(mask, _INDEX(1 << k)), _INDEX(0))
                 for k in range(9)]
-        zero = ir.Constant(vector, [0.0 if floats else 0] * WINDOW_LANES)
 
         def scalar(value: ir.Value, type_: object) -> ir.Value:
             return context.cast(builder, value, type_, signature.args[6].dtype)
 
-        def lanes_of(value: ir.Value) -> ir.Value:
-            return _splat(builder, value, WINDOW_LANES)
-
         zp = scalar(zero_point_, signature.args[5])
-        zps = lanes_of(zp)
         finish_types = signature.args[10].types
         biases = context.make_array(finish_types[0])(context, builder, builder.extract_value(finish_, 0))
-        low, high = (lanes_of(scalar(builder.extract_value(finish_, k), finish_types[k]))
-                     for k in (1, 2))
+        low, high = (scalar(builder.extract_value(finish_, k), finish_types[k]) for k in (1, 2))
         nan_to_low = builder.extract_value(finish_, 3)
         nan_to_low = builder.icmp_unsigned("!=", nan_to_low, ir.Constant(nan_to_low.type, 0))
         has_bias = builder.icmp_signed(">", builder.extract_value(biases.shape, 0), _INDEX(0))
-        padding = cgutils.alloca_once_value(builder, ir.Constant(
-            ir.VectorType(xs.data.type.pointee, WINDOW_LANES), None))
+        paddings = {lanes: cgutils.alloca_once_value(builder, ir.Constant(
+            ir.VectorType(xs.data.type.pointee, lanes), None)) for lanes in _WINDOW_GROUPS}
 
-        def at(array: Any, offset: ir.Value) -> ir.Value:
-            pointee = ir.VectorType(array.data.type.pointee, WINDOW_LANES)
-            return builder.bitcast(builder.gep(array.data, [offset]), pointee.as_pointer())
+        def windows(c: ir.Value, lanes: int, every: bool, finishing: bool) -> None:
+            """Channels c..c + lanes of every output: a group, its weights held in registers."""
+            vector = ir.VectorType(element, lanes)
+            zero = ir.Constant(vector, [0.0 if floats else 0] * lanes)
 
-        def product(total: ir.Value, base: ir.Value, k: int, weight: ir.Value,
-                    inside: ir.Value | None = None) -> ir.Value:
-            pointer = at(xs, builder.add(base, offsets[k]))
-            if inside is not None:
-                pointer = builder.select(inside, pointer, padding)
-            value = builder.load(pointer, align=1)
-            if floats:
-                return builder.fadd(total, builder.fmul(value, weight))
-            if value.type != vector:
-                value = builder.sext(value, vector)
-            return builder.add(total, builder.mul(value, weight))
+            def at(array: Any, offset: ir.Value) -> ir.Value:
+                pointee = ir.VectorType(array.data.type.pointee, lanes)
+                return builder.bitcast(builder.gep(array.data, [offset]), pointee.as_pointer())
 
-        def finished(v: ir.Value, bias: ir.Value) -> ir.Value:
-            """_bias_clamp_row of float lanes v."""
-            v = builder.fadd(v, bias)
-            nan = builder.select(nan_to_low, builder.fcmp_unordered("uno", v, v),
-                                 ir.Constant(ir.VectorType(ir.IntType(1), WINDOW_LANES), None))
-            y = builder.select(nan, low, v)
-            y = builder.select(builder.fcmp_ordered(">", v, high), high, y)
-            return builder.select(builder.fcmp_ordered("<", v, low), low, y)
+            def product(total: ir.Value, base: ir.Value, k: int) -> ir.Value:
+                pointer = at(xs, builder.add(base, offsets[k]))
+                if not every:
+                    pointer = builder.select(held[k], pointer, paddings[lanes])
+                value = builder.load(pointer, align=1)
+                if floats:
+                    return builder.fadd(total, builder.fmul(value, weights[k]))
+                if value.type != vector:
+                    value = builder.sext(value, vector)
+                return builder.add(total, builder.mul(value, weights[k]))
 
-        def windows(every: bool, finishing: bool) -> None:
-            with cgutils.for_range(builder, groups) as group:
-                c = builder.mul(group.index, lanes)
-                weights = [builder.load(at(ws, builder.add(builder.add(
-                    builder.mul(_INDEX(k // 3), w_steps[0]), builder.mul(_INDEX(k % 3), w_steps[1])),
-                    c)), align=4) for k in range(9)]
-                bias = builder.load(at(biases, c), align=4) if finishing else None
-                start = zero
-                if not floats:  # the sum of (x - zp) * w as that of x * w less zp * the taps' sum
-                    summed = weights if every else [builder.select(held[k], weights[k], zero)
-                                                    for k in range(9)]
-                    start = builder.sub(zero, builder.mul(functools.reduce(builder.add, summed), zps))
-                with _not_unrolled(builder, count_) as i:
-                    base = builder.add(builder.add(first_, builder.mul(i, step_)), c)
-                    total = start
-                    if every:
-                        for k, weight in enumerate(weights):
-                            total = product(total, base, k, weight)
-                    else:  # a padded tap reads zeros, and a float sum skips its product
-                        for k, weight in enumerate(weights):
-                            made = product(total, base, k, weight, held[k])
-                            total = builder.select(held[k], made, total) if floats else made
-                    if finishing:
-                        total = finished(total, bias)
-                    builder.store(total, at(outs, builder.add(builder.mul(i, out_step), c)),
-                                  align=4)
+            weights = [builder.load(at(ws, builder.add(builder.add(
+                builder.mul(_INDEX(k // 3), w_steps[0]), builder.mul(_INDEX(k % 3), w_steps[1])),
+                c)), align=4) for k in range(9)]
+            start = zero
+            if not floats:  # the sum of (x - zp) * w as that of x * w less zp * the taps' sum
+                summed = weights if every else [builder.select(held[k], weights[k], zero)
+                                                for k in range(9)]
+                start = builder.sub(zero, builder.mul(functools.reduce(builder.add, summed),
+                                                      _splat(builder, zp, lanes)))
+            if finishing:
+                bias = builder.load(at(biases, c), align=4)
+                lows, highs = _splat(builder, low, lanes), _splat(builder, high, lanes)
+            with _not_unrolled(builder, count_) as i:
+                base = builder.add(builder.add(first_, builder.mul(i, step_)), c)
+                total = start
+                for k in range(9):
+                    made = product(total, base, k)
+                    # a padded tap reads zeros, and a float sum skips its product
+                    total = made if every or not floats else builder.select(held[k], made, total)
+                if finishing:  # _bias_clamp_row
+                    v = builder.fadd(total, bias)
+                    nan = builder.select(nan_to_low, builder.fcmp_unordered("uno", v, v),
+                                         ir.Constant(ir.VectorType(ir.IntType(1), lanes), None))
+                    total = builder.select(nan, lows, v)
+                    total = builder.select(builder.fcmp_ordered(">", v, highs), highs, total)
+                    total = builder.select(builder.fcmp_ordered("<", v, lows), lows, total)
+                builder.store(total, at(outs, builder.add(builder.mul(i, out_step), c)), align=4)
 
-        def either(finishing: bool) -> None:
+        def groups(every: bool, finishing: bool) -> ir.Value:
+            """Every group of the channels: of the widest vectors, then of each narrower one
+            while a whole vector of channels is left; the channels made."""
+            made = _INDEX(0)
+            for lanes in _WINDOW_GROUPS:
+                many = builder.sdiv(builder.sub(channels, made), _INDEX(lanes))
+                with cgutils.for_range(builder, many) as group:
+                    windows(builder.add(made, builder.mul(group.index, _INDEX(lanes))), lanes,
+                            every, finishing)
+                made = builder.add(made, builder.mul(many, _INDEX(lanes)))
+            return made
+
+        def either(finishing: bool) -> ir.Value:
             with builder.if_else(builder.icmp_signed("==", mask, _INDEX(ALL_TAPS))) as (
                     whole, padded):
                 with whole:
-                    windows(True, finishing)
+                    made_whole = groups(True, finishing)
+                    from_whole = builder.basic_block
                 with padded:
-                    windows(False, finishing)
+                    made_padded = groups(False, finishing)
+                    from_padded = builder.basic_block
+            made = builder.phi(_INDEX)
+            made.add_incoming(made_whole, from_whole)
+            made.add_incoming(made_padded, from_padded)
+            return made
 
+        result = cgutils.alloca_once_value(builder, _INDEX(0))
         if floats:
             taken = builder.fcmp_ordered("==", zp, ir.Constant(element, 0.0))
             with builder.if_then(taken), builder.if_else(has_bias) as (finishing, plain):
                 with finishing:
-                    either(True)
+                    builder.store(either(True), result)
                 with plain:
-                    either(False)
+                    builder.store(either(False), result)
         else:
-            taken = builder.not_(has_bias)
-            with builder.if_then(taken):
-                either(False)
-        return builder.select(taken, builder.mul(groups, lanes), _INDEX(0))
+            with builder.if_then(builder.not_(has_bias)):
+                builder.store(either(False), result)
+        return builder.load(result)
 
     signature = nbtypes.intp(x, first, row, pixel, step, zero_point, w, out, count, taps, finish)
     takes = WINDOW_LANES and _window_types(x, w, out) and finish.types[0].dtype == w.dtype
