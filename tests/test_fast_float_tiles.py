@@ -112,6 +112,15 @@ def test_the_tiles_run_with_avx2_and_fma_but_not_intels_avx512(features, cpu, ti
     assert compiled._float_tiles(features, cpu) is tiles
 
 
+@pytest.mark.parametrize("features, cpu, lanes", [
+    ({"avx2", "fma"}, "znver3", 8),
+    ({"avx2", "fma", "avx512f"}, "znver4", 16),
+    ({"avx2", "fma", "avx512f"}, "cascadelake", 8),  # (no tiles there)
+])
+def test_a_wide_tile_holds_a_row_in_one_vector_with_amds_avx512(features, cpu, lanes):
+    assert compiled._row_lanes(features, cpu) == lanes
+
+
 def test_panels_hold_the_weights_columns_sixteen_at_a_time():
     w = np.arange(5 * 40, dtype=np.float32).reshape(5, 40)
     panels = compiled.float_panels(w)

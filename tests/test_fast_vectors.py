@@ -75,7 +75,7 @@ _OTHER_TARGET = textwrap.dedent("""
     import numba, numpy as np
     from pyvgf.fast import compiled, memory
     print(compiled.INT8_TILES, compiled.TILE_LANES, compiled.WINDOW_LANES, compiled.LANE_RESCALE,
-          compiled.FLOAT_TILES)
+          compiled.FLOAT_TILES, compiled.ROW_LANES)
     c = 32
     w32 = memory.aligned(np.zeros((3, 3, c), np.int32), readonly=True)
     rescale = (np.zeros(c, np.int64), np.zeros(c, np.int32), np.zeros(c, np.int64), 0, -128, 127, False)
@@ -106,9 +106,9 @@ _AVX512 = "+avx2,+fma,+avx512f,+avx512bw,+avx512dq,+avx512vl,+avx512vnni"
 
 
 @pytest.mark.parametrize("cpu, features, says", [
-    ("cascadelake", _AVX512, "avx512vnni 16 0 False False"),
-    ("znver4", _AVX512, "avx512vnni 16 16 True True"),
-    ("alderlake", "+avx2,+fma,+avxvnni", "avxvnni 8 8 True True"),
+    ("cascadelake", _AVX512, "avx512vnni 16 0 False False 8"),
+    ("znver4", _AVX512, "avx512vnni 16 16 True True 16"),
+    ("alderlake", "+avx2,+fma,+avxvnni", "avxvnni 8 8 True True 8"),
 ])
 def test_the_loops_compile_for_other_cpus(tmp_path: Path, cpu: str, features: str, says: str) -> None:
     """The module's vector constants and the loops naming their instructions (the int8 and fp32
