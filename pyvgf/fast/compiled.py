@@ -1380,9 +1380,9 @@ ALL_TAPS = (1 << 9) - 1
 def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel: object,
                  step: object, zero_point: object, w: object, out: object, count: object,
                  taps: object, finish: object) -> tuple[object, Callable[..., object]]:
-    """out[i, c] for i < count and the channels c of out
-    [count, C] (unit strides along its rows): the sum over the taps (ky, kx) of a 3x3 window
-    that `taps` holds (bit 3 * ky + kx; the others are padding, never read) of
+    """out[i, c] for i < count and the channels c of out [count, C] (unit strides along its
+    rows): the sum over the taps (ky, kx) of a 3x3 window that `taps` holds (bit 3 * ky + kx;
+    the others are padding, never read) of
     (x[at + ky * row + kx * pixel] - zero_point) * w[ky, kx, c], where at = first + i * step
     + c indexes the C-contiguous x flat; floats then finished as _bias_clamp_row does where
     `finish` (bias, low, high, nan_to_low) has a bias. Returns the channels made: none for
@@ -1604,13 +1604,12 @@ _FLOAT_BLOCK = 16 * _FLOAT_ROWS
 read from memory once per block of rows."""
 
 
-
 def _row_lanes(features: set[str], cpu: str) -> int:
     """The lanes of the vectors a wide float tile holds each row's sums in, in code that may
     use `features` on the CPU LLVM calls `cpu` where the tiles run (_float_tiles): one vector
     of 16 with AVX-512 (AMD's, as _own_vectors has it), half the instructions for the same
     work, else two of FLOAT_LANES. On Zen 4, alone, MobileNetV2's 1x1 products and the
-    transformer's took 0.7-0.9x the time on one thread, 0.55-0.9x on two."""
+    transformer's took 0.5-0.95x the time on one thread, 0.55-0.9x on two."""
     return 16 if "avx512f" in features and _float_tiles(features, cpu) else FLOAT_LANES
 
 
