@@ -1471,44 +1471,39 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
                     total = builder.select(builder.fcmp_ordered("<", v, lows), lows, total)
                 builder.store(total, at(outs, builder.add(builder.mul(i, out_step), c)), align=4)
 
-        def groups(every: bool, finishing: bool) -> ir.Value:
-            """Every group of the channels: of the widest vectors, then of each narrower one
-            while a whole vector of channels is left; the channels made."""
-            made = _INDEX(0)
-            for lanes in _WINDOW_GROUPS:
-                many = builder.sdiv(builder.sub(channels, made), _INDEX(lanes))
-                with cgutils.for_range(builder, many) as group:
-                    windows(builder.add(made, builder.mul(group.index, _INDEX(lanes))), lanes,
-                            every, finishing)
-                made = builder.add(made, builder.mul(many, _INDEX(lanes)))
-            return made
+        spans, made = [], _INDEX(0)  # (first channel, groups, lanes): widest vectors first
+        for lanes in _WINDOW_GROUPS:
+            many = builder.sdiv(builder.sub(channels, made), _INDEX(lanes))
+            spans.append((made, many, lanes))
+            made = builder.add(made, builder.mul(many, _INDEX(lanes)))
 
-        def either(finishing: bool) -> ir.Value:
+        def groups(every: bool, finishing: bool) -> None:
+            """Every group of the channels, of each width in `spans`."""
+            for start, many, lanes in spans:
+                with cgutils.for_range(builder, many) as group:
+                    windows(builder.add(start, builder.mul(group.index, _INDEX(lanes))), lanes,
+                            every, finishing)
+
+        def either(finishing: bool) -> None:
             with builder.if_else(builder.icmp_signed("==", mask, _INDEX(ALL_TAPS))) as (
                     whole, padded):
                 with whole:
-                    made_whole = groups(True, finishing)
-                    from_whole = builder.basic_block
+                    groups(True, finishing)
                 with padded:
-                    made_padded = groups(False, finishing)
-                    from_padded = builder.basic_block
-            made = builder.phi(_INDEX)
-            made.add_incoming(made_whole, from_whole)
-            made.add_incoming(made_padded, from_padded)
-            return made
+                    groups(False, finishing)
 
-        result = cgutils.alloca_once_value(builder, _INDEX(0))
         if floats:
             taken = builder.fcmp_ordered("==", zp, ir.Constant(element, 0.0))
             with builder.if_then(taken), builder.if_else(has_bias) as (finishing, plain):
                 with finishing:
-                    builder.store(either(True), result)
+                    either(True)
                 with plain:
-                    builder.store(either(False), result)
+                    either(False)
         else:
-            with builder.if_then(builder.not_(has_bias)):
-                builder.store(either(False), result)
-        return builder.load(result)
+            taken = builder.not_(has_bias)
+            with builder.if_then(taken):
+                either(False)
+        return builder.select(taken, made, _INDEX(0))
 
     signature = nbtypes.intp(x, first, row, pixel, step, zero_point, w, out, count, taps, finish)
     takes = WINDOW_LANES and _window_types(x, w, out) and finish.types[0].dtype == w.dtype
