@@ -814,6 +814,12 @@ def _own_vectors(features: set[str], cpu: str) -> bool:
     return "avx512f" not in features or cpu.startswith("znver")
 
 
+def _widest(features: set[str]) -> int:
+    """The fp32 lanes of the widest vector our own kernels take where _own_vectors lets them
+    run: 16 with AVX-512 (there, AMD's), else AVX2's 8."""
+    return 16 if "avx512f" in features else 8
+
+
 def _cpu_name() -> str:
     """The CPU numba compiles for: NUMBA_CPU_NAME where set, else this one (LLVM's name)."""
     return numba_config.CPU_NAME or llvmlite.binding.get_host_cpu_name()
@@ -1014,6 +1020,16 @@ def _splat(builder: ir.IRBuilder, value: ir.Value, lanes: int = TILE_LANES) -> i
     undefined = ir.Constant(ir.VectorType(value.type, lanes), ir.Undefined)
     return builder.shuffle_vector(builder.insert_element(undefined, value, _LANE(0)), undefined,
                                   ir.Constant(ir.VectorType(_LANE, lanes), [0] * lanes))
+
+
+def _clamped(builder: ir.IRBuilder, v: ir.Value, low: ir.Value, high: ir.Value,
+             to_low: ir.Value) -> ir.Value:
+    """A float vector `v` (a sum and its bias) finished as _bias_clamp_row finishes one: clamped
+    to [low, high] (vectors of its type), a NaN kept, or made low in the lanes `to_low` (a
+    vector of i1) sets."""
+    v = builder.select(builder.fcmp_ordered("<", v, low), low, v)
+    v = builder.select(builder.fcmp_ordered(">", v, high), high, v)
+    return builder.select(builder.and_(to_low, builder.fcmp_unordered("uno", v, v)), low, v)
 
 
 def _stage(builder: ir.IRBuilder, load: Callable[..., ir.Value], words: Any, roundings: Any,
@@ -1328,9 +1344,7 @@ def _window_lanes(features: set[str], cpu: str) -> int:
     over the channels stay there, as they stay for the RESCALEs. On Zen 4, in eight lanes, fp32
     MobileNetV2's 56 x 56 x 24 -> 144 -> 24 depthwise + 1x1 step took 0.72x the time alone on
     one thread (0.76x on two), the 112 x 112 x 96 stride-2 one 0.92x (0.95x)."""
-    if not ("avx2" in features and _own_vectors(features, cpu)):
-        return 0
-    return 16 if "avx512f" in features else 8
+    return _widest(features) if "avx2" in features and _own_vectors(features, cpu) else 0
 
 
 WINDOW_LANES = _window_lanes(_FEATURES, _CPU)
@@ -1455,6 +1469,7 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
             if finishing:
                 bias = builder.load(at(biases, c), align=4)
                 lows, highs = _splat(builder, low, lanes), _splat(builder, high, lanes)
+                to_low = _splat(builder, nan_to_low, lanes)
             with _not_unrolled(builder, count_) as i:
                 base = builder.add(builder.add(first_, builder.mul(i, step_)), c)
                 total = start
@@ -1462,13 +1477,8 @@ def _WINDOWS_3X3(typingctx: object, x: object, first: object, row: object, pixel
                     made = product(total, base, k)
                     # a padded tap reads zeros, and a float sum skips its product
                     total = made if every or not floats else builder.select(held[k], made, total)
-                if finishing:  # _bias_clamp_row
-                    v = builder.fadd(total, bias)
-                    nan = builder.select(nan_to_low, builder.fcmp_unordered("uno", v, v),
-                                         ir.Constant(ir.VectorType(ir.IntType(1), lanes), None))
-                    total = builder.select(nan, lows, v)
-                    total = builder.select(builder.fcmp_ordered(">", v, highs), highs, total)
-                    total = builder.select(builder.fcmp_ordered("<", v, lows), lows, total)
+                if finishing:
+                    total = _clamped(builder, builder.fadd(total, bias), lows, highs, to_low)
                 builder.store(total, at(outs, builder.add(builder.mul(i, out_step), c)), align=4)
 
         spans, made = [], _INDEX(0)  # (first channel, groups, lanes): widest vectors first
@@ -1605,7 +1615,7 @@ def _row_lanes(features: set[str], cpu: str) -> int:
     of 16 with AVX-512 (AMD's, as _own_vectors has it), half the instructions for the same
     work, else two of FLOAT_LANES. On Zen 4, alone, MobileNetV2's 1x1 products and the
     transformer's took 0.5-0.95x the time on one thread, 0.55-0.9x on two."""
-    return 16 if "avx512f" in features and _float_tiles(features, cpu) else FLOAT_LANES
+    return _widest(features) if _float_tiles(features, cpu) else FLOAT_LANES
 
 
 ROW_LANES = _row_lanes(_FEATURES, _CPU)
@@ -1687,11 +1697,8 @@ def _float_tile(rows: int, chunks: int) -> Callable[..., None]:
                 columns = builder.add(col, _INDEX(lanes * c))
                 b = builder.load(at(ba, columns), align=4)
                 for r in range(rows):
-                    v = builder.fadd(builder.load(sums[r][c]), b)
-                    v = builder.select(builder.fcmp_ordered("<", v, low_v), low_v, v)
-                    v = builder.select(builder.fcmp_ordered(">", v, high_v), high_v, v)
-                    v = builder.select(builder.and_(to_low, builder.fcmp_unordered("uno", v, v)),
-                                       low_v, v)
+                    v = _clamped(builder, builder.fadd(builder.load(sums[r][c]), b), low_v, high_v,
+                                 to_low)
                     place = builder.add(builder.mul(builder.add(start, _INDEX(r)), width), columns)
                     with builder.if_else(added) as (plus, alone):
                         with plus:
