@@ -534,7 +534,7 @@ EXPANDED = ("CONV2D", "CLAMP", "DEPTHWISE_CONV2D", "CLAMP", "CONV2D")
     ((13, 7), 16, 12, {"stride": 2}, EXPANDED),
     ((10, 9), 12, 8, {"dilation": 2, "kernel": 2, "after": "clamp"}, (*EXPANDED, "CLAMP")),
 ], ids=["mobilenet-block", "stride-2", "dilated-2x2"])
-@pytest.mark.parametrize("bands", ["whole", "two-rows"])
+@pytest.mark.parametrize("bands", ["whole", "two-rows", "expansion-rows"])
 @pytest.mark.parametrize("halo", ["bands-make-it", "made-whole", "column-groups"])
 def test_an_expansion_depthwise_layer_and_projection_run_as_one_step(size, channels, columns,
                                                                     options, chain, bands, halo,
@@ -548,6 +548,8 @@ def test_an_expansion_depthwise_layer_and_projection_run_as_one_step(size, chann
     monkeypatch.setattr(conv, "COLUMN_GROUP_PIXELS", 10**9 if halo == "column-groups" else 0)
     if bands == "two-rows":
         monkeypatch.setattr(conv, "DEPTHWISE_GEMM_BAND_BYTES", 2 * size[1] * channels * 4)
+    if bands == "expansion-rows":  # bands of 1-3 rows, a thread's share split evenly
+        monkeypatch.setattr(conv, "EXPANSION_BAND_BYTES", 5 * size[1] * channels * 4)
     case = GraphCase(Graph(), description="expansion + depthwise + pointwise")
     case.graph.output(_depthwise_conv(case, size, channels, columns, expand_from=8, **options))
     assert _fused(case, tmp_path)[0] == chain
@@ -562,6 +564,22 @@ def test_other_expansions_run_as_steps_of_their_own(options, tmp_path):
     assert all(chain[0] != "CONV2D" or "DEPTHWISE_CONV2D" not in chain
                for chain in _fused(case, tmp_path))
     _agree(case)
+
+
+def test_an_expanded_fp32_steps_bands_read_at_most_expansion_band_bytes_of_its_expansion():
+    """_band_rows: MobileNetV2's 112 x 112 x 96 stride-2 expansion in bands of 5 depthwise rows
+    (11 expansion rows of 43 kB), its 56 x 56 x 144 stride-1 one in bands of 14 (16 rows of
+    32 kB); without an expansion, the rows of DEPTHWISE_GEMM_BAND_BYTES of the result."""
+    from pyvgf.fast import conv
+
+    def window(stride: int, kernel: int = 3, dilation: int = 1) -> tuple:
+        return (0.0, np.zeros((kernel, kernel, 8)), 1, 1, stride, stride, dilation, dilation)
+
+    assert conv._band_rows((1, 56, 56, 96), 4, window(2), 112 * 96 * 4) == 5
+    assert conv._band_rows((1, 56, 56, 144), 4, window(1), 56 * 144 * 4) == 14
+    assert conv._band_rows((1, 56, 56, 144), 4, window(1), None) == (1 << 20) // (56 * 144 * 4)
+    assert conv._band_rows((1, 8, 8, 8), 4, window(1, 2, 2), conv.EXPANSION_BAND_BYTES // 5) == 3
+    assert conv._band_rows((1, 8, 8, 8), 4, window(1), conv.EXPANSION_BAND_BYTES) == 1
 
 
 @pytest.mark.parametrize("halo", [0, 10**9], ids=["bands-make-it", "made-whole"])

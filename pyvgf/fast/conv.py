@@ -569,8 +569,34 @@ def _depthwise_prepare(**operands: object) -> Callable[..., np.ndarray] | None:
 DEPTHWISE_GEMM_BAND_BYTES = 1 << 20
 """The most bytes of a depthwise result a band of compiled.depthwise_gemm_rows makes before
 multiplying it; a band is at most a thread's share of the rows. On two cores every layer of
-MobileNetV2 then runs as one band a thread: against bands of 64 kB (two to four rows), fewer
-BLAS calls, each packing the whole weight, made fp32 MobileNetV2 3-4% faster again."""
+MobileNetV2 then runs as one band a thread (but for EXPANSION_BAND_BYTES): against bands of
+64 kB (two to four rows), fewer BLAS calls, each packing the whole weight, made fp32
+MobileNetV2 3-4% faster again."""
+
+EXPANSION_BAND_BYTES = 512 << 10
+"""The most bytes of the expansion a band of an expanded depthwise + 1x1 step makes (the rows
+its depthwise rows read, halo included), so that the band is still in L2 when the depthwise
+layer reads it. On Zen 4 (1 MB of L2 a core), two threads, each step run after 32 MB of other
+data: MobileNetV2's 112 x 112 x 16 -> 96 stride-2 step took 0.75-0.79x the time in bands of 5
+depthwise rows (11 expansion rows, 473 kB) against one band a thread (57 rows, 2.4 MB; hot,
+0.90x), its 56 x 56 x 24 -> 144 steps 0.84-0.90x; the smaller maps' bands already fit. The
+whole model took 0.93-0.955x the time on two threads and 0.955x on one, in one process,
+alternating. fp32 only: int8 MobileNetV2, whose expansion takes a quarter of the bytes, took
+1.01-1.02x the time in such bands."""
+
+
+def _band_rows(middle: tuple[int, ...], itemsize: int, window: tuple, widened: int | None) -> int:
+    """The most depthwise rows a band of a depthwise + 1x1 step makes: those of
+    DEPTHWISE_GEMM_BAND_BYTES of its depthwise result (`middle`, of `itemsize`-byte values),
+    and with an expansion of `widened` bytes a row, those reading EXPANSION_BAND_BYTES of it
+    (its _Depthwise `window`: the kernel's reach and the stride down the rows)."""
+    rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * itemsize))
+    if widened is None:
+        return rows
+    w, stride_y, dilation_y = window[1], window[4], window[6]
+    reach = (w.shape[0] - 1) * dilation_y + 1
+    return min(rows, max(1, (EXPANSION_BAND_BYTES // widened - reach) // stride_y + 1))
+
 
 Bounds = tuple[float, float, bool]
 """A CLAMP after a float convolution, as its result's finish takes it: (low, high,
@@ -607,7 +633,8 @@ class _Blocks:
         spread, workers = mode
         rows = self.shape[1]
         groups = self._groups(workers if spread else 1)
-        band = max(1, min(self.band_rows, -(-rows // (workers // groups if spread else 1))))
+        share = -(-rows // (workers // groups if spread else 1))  # a thread's rows
+        band = -(-share // -(-share // self.band_rows))  # in even bands of at most band_rows
         loop = self.loops[self.expand is not None]
         last = (band, *self._split(groups))
         if self.expand is not None:
@@ -653,7 +680,8 @@ class DepthwiseConv(_Blocks):
         self.first = (window.how.finish[0], *first)  # type: ignore[index]
         self.then = (product.how.finish[0], *then)  # type: ignore[index]
         self.shape = (shape[0], *window.out_size, product.oc)
-        self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * 4))
+        self.band_rows = _band_rows(middle, 4, self.window,
+                                    None if expand is None else shape[2] * shape[3] * 4)
         self.reach = _reach(shape[1], self.window)
         self.before = (*(self.expand or ()), *self.window, self.first, self.matrix, self.then)
 
@@ -727,7 +755,7 @@ class DepthwiseConvInt8(_Blocks):
         self.window, (self.packed, self.then) = window.window, product.int8
         self.first = window.how.rescale
         self.shape = (shape[0], *window.out_size, product.oc)
-        self.band_rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3]))
+        self.band_rows = _band_rows(middle, 1, self.window, None)  # EXPANSION_BAND_BYTES: fp32 only
         self.added = added or _NOT_ADDED
         self.reach = _reach(shape[1], self.window)
         self.before = (*(self.expand or ()), *self.window, self.first, self.packed, self.then)
