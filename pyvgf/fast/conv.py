@@ -589,13 +589,12 @@ def _band_rows(middle: tuple[int, ...], itemsize: int, window: tuple, widened: i
     """The most depthwise rows a band of a depthwise + 1x1 step makes: those of
     DEPTHWISE_GEMM_BAND_BYTES of its depthwise result (`middle`, of `itemsize`-byte values),
     and with an expansion of `widened` bytes a row, those reading EXPANSION_BAND_BYTES of it
-    (its _Depthwise `window`: the kernel's reach and the stride down the rows)."""
+    (its _Depthwise `window`: b rows read b * stride + _reach's overlap rows of it)."""
     rows = max(1, DEPTHWISE_GEMM_BAND_BYTES // (middle[2] * middle[3] * itemsize))
     if widened is None:
         return rows
-    w, stride_y, dilation_y = window[1], window[4], window[6]
-    reach = (w.shape[0] - 1) * dilation_y + 1
-    return min(rows, max(1, (EXPANSION_BAND_BYTES // widened - reach) // stride_y + 1))
+    overlap = _reach(0, window)[1]
+    return min(rows, max(1, (EXPANSION_BAND_BYTES // widened - overlap) // window[4]))
 
 
 Bounds = tuple[float, float, bool]
@@ -634,7 +633,8 @@ class _Blocks:
         rows = self.shape[1]
         groups = self._groups(workers if spread else 1)
         share = -(-rows // (workers // groups if spread else 1))  # a thread's rows
-        band = -(-share // -(-share // self.band_rows))  # in even bands of at most band_rows
+        bands = -(-share // self.band_rows)  # of at most band_rows each, even
+        band = -(-share // bands)
         loop = self.loops[self.expand is not None]
         last = (band, *self._split(groups))
         if self.expand is not None:
