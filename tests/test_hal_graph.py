@@ -55,6 +55,54 @@ def test_data_graph_dispatch_computes_the_graph(graph):
     np.testing.assert_array_equal(device.queue.read_tensor(tensors[4]), a + 1)
 
 
+def _graph_commands(graph, tensors, timed: bool = False) -> hal.CommandBuffer:
+    """One dispatch of the graph on `tensors` (by binding), with a timestamp after it if `timed`."""
+    device, shader, entry, layout, set_layout, resources = graph
+    pipeline = device.create_data_graph_pipeline(shader, entry, layout, resources)
+    dset = device.create_descriptor_set(set_layout, {b: t.create_view() for b, t in tensors.items()})
+    encoder = device.create_command_encoder()
+    encoder.bind_pipeline(pipeline)
+    encoder.bind_descriptor_set(hal.PipelineBindPoint.DATA_GRAPH, layout, 0, dset)
+    encoder.dispatch_data_graph(device.create_data_graph_session(pipeline))
+    if timed:
+        encoder.write_timestamp(device.create_query_pool(1), 0)
+    return encoder.finish()
+
+
+def test_prepared_run_without_kept_contents_reads_the_arrays_in_place(graph):
+    device = graph[0]
+    tensors = _tensors(device, SHAPES)
+    commands = _graph_commands(graph, tensors)
+    ins, outs = [tensors[0], tensors[1], tensors[2]], [tensors[4], tensors[3]]  # not in port order
+    kept = device.prepare_run(commands, ins, outs)
+    lent = device.prepare_run(commands, ins, outs, keep_contents=False)
+    assert type(kept) is hal.PreparedRun and type(lent).__name__ == "CpuPreparedRun"
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.arange(6, 12, dtype=np.float32).reshape(2, 3)
+    arrays = [a, np.zeros(4, np.int32), b[:, ::-1]]  # a strided array is read as its values
+    np.testing.assert_array_equal(kept.run(arrays)[0], a + b[:, ::-1])
+    got = lent.run(arrays)
+    for out, want in zip(got, (a + b[:, ::-1], a - b[:, ::-1])):
+        np.testing.assert_array_equal(out, want)
+        assert out.flags.writeable and out.flags.c_contiguous and not np.shares_memory(out, a)
+    np.testing.assert_array_equal(a, np.arange(6).reshape(2, 3))
+    lent.run([a + 10, np.zeros(4, np.int32), b])
+    np.testing.assert_array_equal(device.queue.read_tensor(tensors[0]), a)  # what `kept` wrote, untouched
+    np.testing.assert_array_equal(device.queue.read_tensor(tensors[4]), a + b[:, ::-1])
+
+
+def test_prepared_run_without_kept_contents_falls_back_to_the_tensors(graph):
+    """Anything but one dispatch bound to the run's tensors alone goes through the tensors."""
+    device = graph[0]
+    a, b = np.arange(6, dtype=np.float32).reshape(2, 3), np.ones((2, 3), np.float32)
+    tensors = _tensors(device, SHAPES)
+    ins = [tensors[0], tensors[1], tensors[2]]
+    for commands, outs in ((_graph_commands(graph, tensors, timed=True), [tensors[3], tensors[4]]),
+                           (_graph_commands(graph, tensors), [tensors[3]])):
+        run = device.prepare_run(commands, ins, outs, keep_contents=False)
+        assert type(run) is hal.PreparedRun
+        np.testing.assert_array_equal(run.run([a, np.zeros(4, np.int32), b])[0], a - 1)
+
+
 def test_bound_tensor_of_wrong_shape_or_format(graph):
     device, shader, entry, layout, set_layout, resources = graph
     pipeline = device.create_data_graph_pipeline(shader, entry, layout, resources)

@@ -55,6 +55,27 @@ def test_real_model_matches_tosa_reference(name):
             np.testing.assert_array_equal(g, e)
 
 
+@pytest.mark.parametrize("backend", ["cpu", "reference"])
+@pytest.mark.parametrize("name", REFERENCE_MODELS)
+def test_cpu_runs_read_the_inputs_in_place_and_leave_them_alone(name, backend):
+    """A one-graph model's run on the cpu backends skips the tensors (hal's keep_contents=False):
+    the caller's arrays are read where they are, never changed, and no output shares their memory."""
+    with pyvgf.load(fixtures.model(name), backend=backend) as model:
+        rng = np.random.default_rng(2)
+        inputs = [_random(i.shape, i.dtype, rng) if i.live else np.zeros(4, np.int32) for i in model.inputs]
+        kept = [x.copy() for x in inputs]
+        first = model.run(inputs)
+        assert type(model._pool[0].prepared).__name__ == "CpuPreparedRun"
+        want = [out.copy() for out in first]
+        for out in first:
+            assert out.flags.writeable and not any(np.shares_memory(out, x) for x in inputs)
+            out[...] = 0  # the caller's to keep: the next run does not see it
+        for x, k in zip(inputs, kept):
+            np.testing.assert_array_equal(x, k)
+        for again, w in zip(model.run(inputs), want):
+            np.testing.assert_array_equal(again, w)
+
+
 def test_multi_io_names_order_and_the_unused_input():
     with pyvgf.load(fixtures.model("runtime_multi_io")) as model:
         assert [i.name for i in model.inputs] == ["input_0", "input_1", "input_2"]

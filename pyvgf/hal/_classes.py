@@ -734,9 +734,17 @@ class Device(HalObject):
         raise NotImplementedError
 
     def prepare_run(self, command_buffer: CommandBuffer, inputs: Sequence[Tensor | Buffer],
-                    outputs: Sequence[Tensor | Buffer], label: str = "") -> PreparedRun:
+                    outputs: Sequence[Tensor | Buffer], label: str = "", *,
+                    keep_contents: bool = True) -> PreparedRun:
         """A `PreparedRun`: `command_buffer` run again and again between host writes of
-        `inputs` and host reads of `outputs`."""
+        `inputs` and host reads of `outputs`.
+
+        With `keep_contents=False` the caller promises to use `inputs` and `outputs` only
+        through the prepared run, so what they hold after a run is unspecified: a backend may
+        then read the run's arrays in place and hand its results back without passing them
+        through the resources (the cpu backend does, for a command buffer of one data graph
+        dispatch).
+        """
         self._check()
         if not isinstance(command_buffer, CommandBuffer):
             raise HalError(f"prepare_run takes a CommandBuffer, got {_kind_of(command_buffer)}")
@@ -746,7 +754,7 @@ class Device(HalObject):
         for obj in (command_buffer, *inputs, *outputs):
             obj._check()
             self._check_owner(obj)
-        return self._prepare_run(command_buffer, tuple(inputs), tuple(outputs), label)
+        return self._prepare_run(command_buffer, tuple(inputs), tuple(outputs), label, keep_contents)
 
     # -- backend hooks
 
@@ -802,7 +810,7 @@ class Device(HalObject):
         raise NotImplementedError
 
     def _prepare_run(self, command_buffer: CommandBuffer, inputs: tuple[Tensor | Buffer, ...],
-                     outputs: tuple[Tensor | Buffer, ...], label: str) -> PreparedRun:
+                     outputs: tuple[Tensor | Buffer, ...], label: str, keep_contents: bool) -> PreparedRun:
         return PreparedRun(self, command_buffer, inputs, outputs, label)
 
 

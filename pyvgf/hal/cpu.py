@@ -12,7 +12,7 @@ stand-in registered for their module name. A command buffer is a list of steps t
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import cast
 
 import numpy as np
@@ -168,6 +168,12 @@ class CpuDevice(hal.Device):
     def _create_command_encoder(self, label):
         return CpuCommandEncoder(self, label)
 
+    def _prepare_run(self, command_buffer, inputs, outputs, label, keep_contents):
+        lone = None if keep_contents else _in_place(command_buffer, inputs, outputs)
+        if lone is None:
+            return super()._prepare_run(command_buffer, inputs, outputs, label, keep_contents)
+        return CpuPreparedRun(self, command_buffer, inputs, outputs, label, *lone)
+
     @property
     def timestamp_period(self) -> float:
         return 1e-9  # time.perf_counter_ns()
@@ -297,21 +303,10 @@ class CpuCommandEncoder(hal.CommandEncoder):
         raise HalError("the cpu backend's Python shaders take no push constants")
 
     def _dispatch_data_graph(self, session):
-        plan, graph, sets = session.pipeline.plan, session.pipeline.graph, self._sets(hal.PipelineBindPoint.DATA_GRAPH)
-        inputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.inputs]
-        outputs = [sets[p.descriptor_set].resources[p.binding] for p in graph.outputs]
-
-        n = len(inputs)
-        types = session.pipeline.port_types
-
-        def run() -> None:
-            watcher = WATCHER.get()  # pyvgf.debug: capture or profile this run
-            arrays = [_as(_view(v), t) for v, t in zip(inputs, types)]
-            results = plan.run(arrays) if watcher is None else watcher.graph(session.pipeline, arrays)
-            for view, value, t in zip(outputs, results, types[n:]):
-                np.copyto(_as(_view(view), t), value, casting="no")
-
-        self._steps.append(run)
+        graph, sets = session.pipeline.graph, self._sets(hal.PipelineBindPoint.DATA_GRAPH)
+        self._steps.append(_GraphDispatch(
+            session.pipeline, [sets[p.descriptor_set].resources[p.binding] for p in graph.inputs],
+            [sets[p.descriptor_set].resources[p.binding] for p in graph.outputs]))
 
     def _dispatch(self, x, y, z):
         pipeline = cast(CpuComputePipeline, self._state.pipelines[hal.PipelineBindPoint.COMPUTE])
@@ -356,6 +351,92 @@ class CpuCommandEncoder(hal.CommandEncoder):
 
     def _finish(self):
         return CpuCommandBuffer(self.device, self._steps, self.label)
+
+
+class _GraphDispatch:
+    """A recorded data graph dispatch: the pipeline's plan run on the memory of the resources
+    bound to the graph's input ports, its results written to those of its output ports."""
+
+    def __init__(self, pipeline: CpuDataGraphPipeline, inputs: list[hal.TensorView | hal.Buffer],
+                 outputs: list[hal.TensorView | hal.Buffer]):
+        self.pipeline = pipeline
+        self.inputs, self.outputs = inputs, outputs
+        n = len(inputs)
+        self.input_types, self.output_types = pipeline.port_types[:n], pipeline.port_types[n:]
+
+    def __call__(self) -> None:
+        results = self.run([_as(_view(v), t) for v, t in zip(self.inputs, self.input_types)])
+        for view, value, t in zip(self.outputs, results, self.output_types):
+            np.copyto(_as(_view(view), t), value, casting="no")
+
+    def run(self, arrays: list[np.ndarray]) -> list[np.ndarray]:
+        """The graph's results (new arrays) from its inputs, each seen as the graph's type."""
+        watcher = WATCHER.get()  # pyvgf.debug: capture or profile this run
+        if watcher is None:
+            return self.pipeline.plan.run(arrays)
+        return watcher.graph(self.pipeline, arrays)
+
+
+class CpuPreparedRun(hal.PreparedRun):
+    """A run prepared with keep_contents=False whose command buffer is one data graph
+    dispatch, its ports bound to the run's input and output tensors alone: the graph reads the
+    run's arrays in place and its results are handed back as they are, never passing through
+    the tensors (copies of 0.6 MB took about 60 us of MobileNetV2's 4-5 ms run)."""
+
+    def __init__(self, device, command_buffer, inputs, outputs, label, dispatch: _GraphDispatch,
+                 reads: tuple[int, ...], writes: tuple[int, ...]):
+        super().__init__(device, command_buffer, inputs, outputs, label)
+        self._dispatch = dispatch
+        self._reads = reads
+        """For each graph input: which of the run's arrays it reads."""
+        self._writes = writes
+        """For each output tensor: which of the graph's results it is."""
+
+    def _run(self, arrays):
+        dispatch = self._dispatch
+        results = dispatch.run([_as(np.ascontiguousarray(arrays[i]), t)
+                                for i, t in zip(self._reads, dispatch.input_types)])
+        return [_as_tensor(results[k], cast(hal.Tensor, tensor))
+                for k, tensor in zip(self._writes, self.outputs)]
+
+
+def _in_place(command_buffer: CpuCommandBuffer, inputs: tuple[hal.Tensor | hal.Buffer, ...],
+              outputs: tuple[hal.Tensor | hal.Buffer, ...]
+              ) -> tuple[_GraphDispatch, tuple[int, ...], tuple[int, ...]] | None:
+    """(the dispatch, its reads, its writes) for a CpuPreparedRun, where `command_buffer` is
+    one data graph dispatch whose ports are bound to the tensors `inputs` and `outputs` alone,
+    each once; else None."""
+    steps = command_buffer.steps
+    if len(steps) != 1 or not isinstance(steps[0], _GraphDispatch):
+        return None
+    dispatch = steps[0]
+    if not all(isinstance(r, hal.Tensor) for r in (*inputs, *outputs)):
+        return None  # (a port bound to a buffer then matches none of them either)
+    reads = tuple(_only(_owner(r), inputs) for r in dispatch.inputs)
+    ports = [_owner(r) for r in dispatch.outputs]
+    writes = tuple(_only(t, ports) for t in outputs)
+    if None in reads or None in writes or len(writes) != len(ports):
+        return None
+    return dispatch, reads, writes  # type: ignore[return-value]
+
+
+def _owner(resource: hal.TensorView | hal.Buffer) -> hal.Tensor | hal.Buffer:
+    return resource.tensor if isinstance(resource, hal.TensorView) else resource
+
+
+def _only(item: object, among: Sequence[object]) -> int | None:
+    """The index of `item` in `among` (by identity) where it is there exactly once; else None."""
+    hits = [i for i, x in enumerate(among) if x is item]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _as_tensor(value: np.ndarray, tensor: hal.Tensor) -> np.ndarray:
+    """A graph's result, of its port's type, as what reading `tensor` would give: a
+    C-contiguous array of the tensor's dtype and shape (the same bits; see `_as`)."""
+    value = np.ascontiguousarray(value)
+    if value.dtype == tensor.dtype and value.shape == tensor.shape:
+        return value
+    return value.view(tensor.dtype).reshape(tensor.shape)
 
 
 class CpuCommandBuffer(hal.CommandBuffer):

@@ -132,7 +132,8 @@ class Execution:
         self.command_buffer = encoder.finish()
         seq = schedule.vgf.sequence
         self.prepared = device.prepare_run(self.command_buffer, [self.host[s.mrt_index] for s in seq.inputs],
-                                           [self.host[s.mrt_index] for s in seq.outputs], label="model run")
+                                           [self.host[s.mrt_index] for s in seq.outputs], label="model run",
+                                           keep_contents=False)  # the host resources are this run's alone
 
     def _staging(self, resource: hal.Tensor | hal.Buffer, index: int) -> hal.Tensor | hal.Buffer:
         """A host-visible resource of the same layout as `resource`, for copies to and from it."""

@@ -294,10 +294,10 @@ class VulkanDevice(hal.Device):
     def _create_query_pool(self, count, label):
         return queries.VulkanQueryPool(self, count, label)
 
-    def _prepare_run(self, command_buffer, inputs, outputs, label):
+    def _prepare_run(self, command_buffer, inputs, outputs, label, keep_contents):
         if all(host_view(r) is not None for r in (*inputs, *outputs)):
             return VulkanPreparedRun(self, command_buffer, inputs, outputs, label)
-        return super()._prepare_run(command_buffer, inputs, outputs, label)
+        return super()._prepare_run(command_buffer, inputs, outputs, label, keep_contents)
 
     def live_objects(self) -> dict[str, int]:
         """Vulkan objects of this device not yet destroyed, by type (for leak checks)."""
