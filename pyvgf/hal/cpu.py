@@ -230,8 +230,12 @@ class CpuBuffer(hal.Buffer):
 
 
 def _view(resource: hal.TensorView | hal.Buffer) -> np.ndarray:
-    owner = resource.tensor if isinstance(resource, hal.TensorView) else resource
-    return cast("CpuTensor | CpuBuffer", owner).array()
+    return cast("CpuTensor | CpuBuffer", _owner(resource)).array()
+
+
+def _owner(resource: hal.TensorView | hal.Buffer) -> hal.Tensor | hal.Buffer:
+    """The tensor a view is of, or the buffer itself."""
+    return resource.tensor if isinstance(resource, hal.TensorView) else resource
 
 
 def _as(array: np.ndarray, ttype: TensorType | None) -> np.ndarray:
@@ -418,10 +422,6 @@ def _in_place(command_buffer: CpuCommandBuffer, inputs: tuple[hal.Tensor | hal.B
     if None in reads or None in writes or len(writes) != len(ports):
         return None
     return dispatch, reads, writes  # type: ignore[return-value]
-
-
-def _owner(resource: hal.TensorView | hal.Buffer) -> hal.Tensor | hal.Buffer:
-    return resource.tensor if isinstance(resource, hal.TensorView) else resource
 
 
 def _only(item: object, among: Sequence[object]) -> int | None:
